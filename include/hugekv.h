@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * hugekv - a host KV-cache allocator on NUMA-local hugepage arenas.
+ *
+ * Conventions: actions return 0 (or a count) on success and a negative errno
+ * on failure, and change nothing when they fail; predicates return bool;
+ * option structs start with "size_t sz" (set it to sizeof) so the ABI can
+ * grow.
+ *
+ * Thread safety: every call may come from any thread. Calls on different
+ * lanes of one pool do not contend; calls on one lane serialize on that
+ * lane's lock. hkv_pool_destroy() must not race with any other call on the
+ * same pool. Pins, unpins, touches and eviction may run concurrently from
+ * different threads; a pinned unit is never evicted, removed or freed.
+ */
+#ifndef HUGEKV_H
+#define HUGEKV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef HKV_API
+#define HKV_API __attribute__((visibility("default")))
+#endif
+
+/* backing: what memory a pool sits on */
+#define HKV_BACKING_AUTO	0	/* 1G -> 2M -> THP -> 4K, best first */
+#define HKV_BACKING_HUGE_1G	1	/* hugetlb 1 GiB pages */
+#define HKV_BACKING_HUGE_2M	2	/* hugetlb 2 MiB pages */
+#define HKV_BACKING_THP		3	/* anonymous memory with MADV_HUGEPAGE */
+#define HKV_BACKING_SMALL	4	/* anonymous 4 KiB pages */
+#define HKV_BACKING_NONE	5	/* index-only: no memory (page_bytes == 0) */
+
+/* hkv_pool_opts.flags */
+#define HKV_POOL_STRICT		(1u << 0)	/* fail instead of falling back */
+#define HKV_POOL_NO_PREFAULT	(1u << 1)	/* do not prefault the arena */
+
+/* lane argument of hkv_alloc() */
+#define HKV_LANE_ANY		(~0u)
+
+/* hkv_alloc() flags */
+#define HKV_ALLOC_CONTIG	(1u << 0)	/* exactly one extent or -ENOMEM */
+#define HKV_ALLOC_EVICT		(1u << 1)	/* run planned eviction first */
+
+/* hkv_unit_remove() flags */
+#define HKV_UNIT_FREE		(1u << 0)	/* also free the unit's pages */
+
+/* hkv_stats_print() flags */
+#define HKV_PRINT_JSON		(1u << 0)
+
+/* hkv_region.flags */
+#define HKV_REGION_THP		(1u << 0)	/* THP-backed (4 KiB + khugepaged) */
+#define HKV_REGION_FALLBACK	(1u << 1)	/* backing below what was asked */
+#define HKV_REGION_MISPLACED	(1u << 2)	/* some pages not on the node */
+
+struct hkv_pool;
+
+/**
+ * struct hkv_extent - a run of contiguous pages
+ * @start: first page number
+ * @len: number of pages; never 0 in a valid extent
+ */
+struct hkv_extent {
+	uint64_t start, len;
+};
+
+/**
+ * struct hkv_pool_opts - how to build a pool
+ * @sz: sizeof(struct hkv_pool_opts)
+ * @npages: pages in the pool (> 0)
+ * @page_bytes: bytes per KV page; 0 = index-only pool
+ * @nlanes: owner lanes, >= 1 (0 means 1)
+ * @backing: HKV_BACKING_*; ignored (NONE) for index-only pools
+ * @numa_node: node to bind, or -1 = local/any
+ * @flags: HKV_POOL_STRICT, HKV_POOL_NO_PREFAULT
+ * @prefault_threads: 0 = one per CPU of the node
+ * @free_room_low: low watermark, fraction of npages; 0 = off
+ * @free_room_high: high watermark, fraction of npages (>= low)
+ * @chunk_bytes: cap of one registration chunk in bytes (0 = none); extents
+ *	never cross a chunk boundary. Rounded down to whole pages.
+ * @evict_window: victim window among the coldest units (0 = default 8,
+ *	1 = plain LRU)
+ */
+struct hkv_pool_opts {
+	size_t sz;
+	uint64_t npages;
+	uint64_t page_bytes;
+	unsigned nlanes;
+	int backing;
+	int numa_node;
+	unsigned flags;
+	unsigned prefault_threads;
+	double free_room_low, free_room_high;
+	/* first released layout ends here */
+	uint64_t chunk_bytes;
+	unsigned evict_window;
+};
+
+/**
+ * struct hkv_region - one contiguous mapping with one page size on one node
+ * @base: first byte
+ * @bytes: length in bytes
+ * @first_page: first KV page in the region
+ * @npages: KV pages in the region
+ * @node: NUMA node verified after prefault, -1 if mixed or unknown
+ * @hugepage_bytes: backing page size obtained (1G, 2M or 4K; THP: 4K + flag)
+ * @flags: HKV_REGION_*
+ */
+struct hkv_region {
+	void *base;
+	uint64_t bytes;
+	uint64_t first_page, npages;
+	int node;
+	uint64_t hugepage_bytes;
+	unsigned flags;
+};
+
+#define HKV_STATS_LANES		64	/* lanes reported inline in hkv_stats */
+#define HKV_STATS_REGIONS	16	/* regions reported inline in hkv_stats */
+#define HKV_UFI_SIZES		4	/* request sizes UFI is reported for */
+
+/**
+ * struct hkv_region_stats - backing obtained for one region
+ * @node: node verified (-1 mixed/unknown)
+ * @hugepage_bytes: page size obtained
+ * @wanted_bytes: page size asked for
+ * @bytes: bytes mapped
+ * @prefault_ns: time spent prefaulting
+ * @misplaced_pages: hugepages found on another node
+ * @flags: HKV_REGION_*
+ * @fallback_errno: why the wanted page size was not obtained (0 = it was)
+ */
+struct hkv_region_stats {
+	int node;
+	uint64_t hugepage_bytes, wanted_bytes, bytes;
+	uint64_t prefault_ns, misplaced_pages;
+	unsigned flags;
+	int fallback_errno;
+};
+
+/**
+ * struct hkv_stats - a snapshot of a pool
+ *
+ * The caller sets @sz to sizeof(struct hkv_stats); fields past a smaller
+ * @sz are not written. Free-extent counts are per lane (extents never merge
+ * across a lane or chunk boundary).
+ */
+struct hkv_stats {
+	size_t sz;
+	uint64_t npages, free_pages, free_extents, largest_free_extent;
+	/* first released layout ends here */
+	unsigned nlanes;
+	uint64_t page_bytes;
+	/* residency */
+	uint64_t units, unit_pages, pinned_units, pinned_pages;
+	/* counters */
+	uint64_t allocs, alloc_failures, frees, extents_returned;
+	uint64_t multi_extent_allocs, pages_allocated, pages_freed;
+	uint64_t evictions, evicted_pages, eviction_runs, evict_failures;
+	/* fragmentation */
+	double extents_per_alloc;	/* running mean */
+	double multi_extent_share;	/* multi-extent allocs / allocs */
+	uint64_t ufi_size[HKV_UFI_SIZES];	/* request sizes r */
+	double ufi[HKV_UFI_SIZES];	/* unusable free index UFI(r) */
+	/* per lane (first HKV_STATS_LANES lanes) */
+	uint64_t lane_free_pages[HKV_STATS_LANES];
+	uint64_t lane_free_extents[HKV_STATS_LANES];
+	uint64_t lane_largest_free_extent[HKV_STATS_LANES];
+	/* memory */
+	int backing;			/* obtained (worst over regions) */
+	int backing_wanted;		/* asked for, after HUGEKV_BACKING */
+	int numa_node;			/* asked for, after HUGEKV_NODE */
+	unsigned prefault_threads;	/* used */
+	unsigned flags;			/* pool flags, after HUGEKV_STRICT */
+	uint64_t arena_bytes;		/* mapped */
+	uint64_t arena_round_up_bytes;	/* mapped beyond npages*page_bytes */
+	uint64_t prefault_ns;
+	double prefault_gbps;
+	uint64_t misplaced_pages;
+	unsigned fallbacks;
+	uint64_t metadata_bytes;	/* allocator bookkeeping */
+	unsigned nregions;
+	struct hkv_region_stats region[HKV_STATS_REGIONS];
+};
+
+/**
+ * hkv_pool_create() - create a pool
+ * @opts: options; @opts->sz must be set
+ * @out: receives the pool
+ *
+ * An index-only pool (page_bytes 0) holds no memory. A memory pool maps,
+ * binds, prefaults and verifies its arena; once this returns 0, touching any
+ * page never raises SIGBUS. HUGEKV_* environment variables override options.
+ *
+ * Return: 0, or -EINVAL (bad options), -ENOMEM (hugepage shortfall, memory),
+ * -EPERM/-EAGAIN (memlock, cgroup), -E2BIG (a lane over 2^32-2 pages).
+ * A failed create gives back everything it took.
+ */
+HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **out);
+
+/**
+ * hkv_pool_destroy() - destroy a pool and unmap its arena
+ * @pool: the pool, or NULL (no-op)
+ *
+ * Must not race with any other call on @pool.
+ */
+HKV_API void hkv_pool_destroy(struct hkv_pool *pool);
+
+/**
+ * hkv_pool_id() - the pool's id, as carried by trace probes
+ * @pool: the pool
+ *
+ * Return: a process-unique id, starting at 1.
+ */
+HKV_API uint64_t hkv_pool_id(const struct hkv_pool *pool);
+
+/**
+ * hkv_alloc() - allocate pages as extents
+ * @pool: the pool
+ * @npages: pages wanted (> 0)
+ * @lane: lane to take them from, or HKV_LANE_ANY
+ * @flags: 0 = contiguous-preferred; HKV_ALLOC_CONTIG = one extent or
+ *	-ENOMEM; HKV_ALLOC_EVICT = run planned eviction first if needed
+ * @ext: receives up to @max_ext extents, largest first
+ * @max_ext: room in @ext
+ *
+ * Takes one best-fit extent when a free extent of at least @npages exists
+ * (ties go to the lower address); otherwise whole extents largest-first and
+ * a best-fit remainder: the fewest extents possible. Pages are carved from
+ * the low end of the chosen extent.
+ *
+ * Return: number of extents, or -ENOMEM (not enough free pages), -ENOSPC
+ * (@max_ext too small for the best answer), -EINVAL; nothing is taken then.
+ */
+HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
+		      unsigned flags, struct hkv_extent *ext, unsigned max_ext);
+
+/**
+ * hkv_alloc_lanes() - allocate from several lanes at once, all or nothing
+ * @pool: the pool
+ * @count: count[i] pages from lane i, for every lane of the pool
+ * @flags: as for hkv_alloc()
+ * @ext: receives the extents, lane by lane
+ * @max_ext: room in @ext
+ *
+ * Return: total number of extents, or -ENOMEM, -ENOSPC, -EINVAL; nothing is
+ * taken then.
+ */
+HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
+			    unsigned flags, struct hkv_extent *ext, unsigned max_ext);
+
+/**
+ * hkv_free() - free every page of some extents
+ * @pool: the pool
+ * @ext: extents; sub-ranges of what was allocated are fine
+ * @n: number of extents
+ *
+ * Return: 0, or -EINVAL if any page is out of range, not allocated or named
+ * twice, or an extent is empty; -EBUSY if any page belongs to a unit (units
+ * are released with hkv_unit_remove()). Nothing is freed then.
+ */
+HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n);
+
+/**
+ * hkv_lane_range() - the contiguous block of pages a lane owns
+ * @pool: the pool
+ * @lane: lane number
+ * @out: receives the block
+ *
+ * Return: 0, or -EINVAL for a bad lane.
+ */
+HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane,
+			   struct hkv_extent *out);
+
+/**
+ * hkv_available() - free pages in the pool, O(1)
+ * @pool: the pool
+ *
+ * Return: free pages (a snapshot under concurrency).
+ */
+HKV_API uint64_t hkv_available(const struct hkv_pool *pool);
+
+/**
+ * hkv_stats() - take a snapshot of counters, gauges and fragmentation
+ * @pool: the pool
+ * @st: receives the snapshot; the caller sets @st->sz
+ *
+ * Return: 0, or -EINVAL if @st->sz is smaller than the first layout.
+ */
+HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st);
+
+/**
+ * hkv_stats_print() - print a pool's stats
+ * @pool: the pool
+ * @f: where to print
+ * @flags: 0 = text table, HKV_PRINT_JSON = one JSON object
+ *
+ * Return: 0, or -EINVAL, or -EIO on a write error.
+ */
+HKV_API int hkv_stats_print(const struct hkv_pool *pool, FILE *f, unsigned flags);
+
+/**
+ * hkv_check() - full invariant check (tests, fuzzing; scans everything)
+ * @pool: the pool
+ *
+ * Checks that free extents are disjoint, maximal, inside their lane and
+ * chunk, indexed and counted right, and that the page bitmaps agree.
+ *
+ * Return: 0, or -EUCLEAN on the first broken invariant.
+ */
+HKV_API int hkv_check(const struct hkv_pool *pool);
+
+/**
+ * hkv_page_ptr() - address of a KV page
+ * @pool: the pool
+ * @page: page number
+ *
+ * Return: the address, or NULL for index-only pools and bad pages.
+ */
+HKV_API void *hkv_page_ptr(const struct hkv_pool *pool, uint64_t page);
+
+/**
+ * hkv_regions() - the pool's memory regions, for memory registration
+ * @pool: the pool
+ * @r: receives up to @max regions (may be NULL when @max is 0)
+ * @max: room in @r
+ *
+ * Return: the number of regions the pool has (0 for index-only pools); only
+ * the first @max are written.
+ */
+HKV_API int hkv_regions(const struct hkv_pool *pool, struct hkv_region *r, unsigned max);
+
+/**
+ * typedef hkv_evict_fn - called once per evicted unit
+ * @ctx: the context given to hkv_set_evict_fn()
+ * @unit: the unit's id
+ * @ext: its extents, in the unit's page order
+ * @n: number of extents
+ *
+ * Runs after the unit left the LRU and before its pages are freed. It must
+ * not call into the pool.
+ */
+typedef void (*hkv_evict_fn)(void *ctx, uint64_t unit,
+			     const struct hkv_extent *ext, unsigned n);
+
+/**
+ * hkv_unit_add() - make allocated pages a cache unit
+ * @pool: the pool
+ * @unit: caller-chosen id
+ * @ext: the unit's pages, in unit page order
+ * @n: number of extents
+ *
+ * The new unit is the most recently used.
+ *
+ * Return: 0, or -EEXIST (id taken), -EINVAL (a page not allocated, already
+ * in a unit, or named twice), -ENOMEM.
+ */
+HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
+			 const struct hkv_extent *ext, unsigned n);
+
+/**
+ * hkv_unit_touch() - mark a unit most recently used
+ * @pool: the pool
+ * @unit: the unit's id
+ *
+ * Return: 0, or -ENOENT.
+ */
+HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit);
+
+/**
+ * hkv_unit_pin() - take a pin (in use, or a transfer in flight)
+ * @pool: the pool
+ * @unit: the unit's id
+ *
+ * Return: 0, or -ENOENT, -EOVERFLOW.
+ */
+HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit);
+
+/**
+ * hkv_unit_unpin() - drop a pin
+ * @pool: the pool
+ * @unit: the unit's id
+ *
+ * Return: 0, or -ENOENT, -EINVAL (not pinned).
+ */
+HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit);
+
+/**
+ * hkv_unit_split() - split a unit at a page boundary
+ * @pool: the pool
+ * @unit: the unit's id
+ * @at_page: pages (in unit page order) that stay in @unit, 0 < at < size
+ * @new_unit: id of the unit that takes the rest
+ *
+ * Both halves keep the pin count and the LRU position.
+ *
+ * Return: 0, or -ENOENT, -EEXIST (@new_unit taken), -EINVAL (@at_page),
+ * -ENOMEM.
+ */
+HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_page,
+			   uint64_t new_unit);
+
+/**
+ * hkv_unit_remove() - release a unit
+ * @pool: the pool
+ * @unit: the unit's id
+ * @flags: HKV_UNIT_FREE frees its pages too, else they stay allocated
+ *
+ * Return: 0, or -ENOENT, -EBUSY (pinned).
+ */
+HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags);
+
+/**
+ * hkv_set_evict_fn() - set the eviction callback
+ * @pool: the pool
+ * @fn: callback, or NULL
+ * @ctx: passed to @fn
+ */
+HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx);
+
+/**
+ * hkv_evict() - evict cold unpinned units until enough pages are free
+ * @pool: the pool
+ * @target_free: absolute free-page count to reach
+ *
+ * Return: pages freed (>= 0; short when nothing more is evictable).
+ */
+HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free);
+
+/**
+ * hkv_free_slots() - legacy flat view of the free pages
+ * @pool: the pool
+ * @slots: receives the sorted free page ids
+ * @n: receives their number
+ *
+ * Materialized lazily and cached until the next mutation; the array is
+ * valid until then.
+ *
+ * Return: 0, or -EINVAL, -ENOMEM.
+ */
+HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64_t *n);
+
+/**
+ * hkv_strerror() - describe an error code of this library
+ * @err: a negative (or positive) errno
+ *
+ * Return: a static string.
+ */
+HKV_API const char *hkv_strerror(int err);
+
+/**
+ * typedef hkv_log_fn - receives the library's messages
+ * @ctx: the context given to hkv_set_log_fn()
+ * @level: 0 error, 1 warning, 2 info, 3 debug
+ * @msg: one line, no newline
+ */
+typedef void (*hkv_log_fn)(void *ctx, int level, const char *msg);
+
+/**
+ * hkv_set_log_fn() - route the library's messages (fallbacks, bad options)
+ * @fn: callback, or NULL for the default (stderr, level from HUGEKV_LOG)
+ * @ctx: passed to @fn
+ */
+HKV_API void hkv_set_log_fn(hkv_log_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HUGEKV_H */

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * internal.h - table of contents of the library, grouped by file.
+ *
+ * Everything here has hidden visibility (-fvisibility=hidden); only the
+ * HKV_API declarations of include/hugekv.h are exported (lib/libhugekv.map).
+ */
+#ifndef HKV_INTERNAL_H
+#define HKV_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hugekv.h"
+
+#define HKV_MIN(a, b)	((a) < (b) ? (a) : (b))
+#define HKV_MAX(a, b)	((a) > (b) ? (a) : (b))
+#define HKV_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+/* relaxed atomics for gauges read without the owner's lock */
+#define HKV_LOAD(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
+#define HKV_STORE(p, v)		__atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define HKV_ADD(p, v)		__atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+
+/* size of the first released layouts (sz below these is -EINVAL) */
+#define HKV_OPTS_SZ0	(offsetof(struct hkv_pool_opts, free_room_high) + sizeof(double))
+#define HKV_STATS_SZ0	(offsetof(struct hkv_stats, largest_free_extent) + sizeof(uint64_t))
+
+/* ---- log.c: messages to the log callback or stderr ---------------------- */
+enum { HKV_LOG_ERR, HKV_LOG_WARN, HKV_LOG_INFO, HKV_LOG_DEBUG };
+void hkv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- env.c: HUGEKV_<OPTION> variables, parsed once --------------------- */
+struct hkv_env {
+	int backing;		/* HUGEKV_BACKING, -1 = unset */
+	int node;		/* HUGEKV_NODE, -2 = unset */
+	int prefault_threads;	/* HUGEKV_PREFAULT_THREADS, -1 = unset */
+	int strict;		/* HUGEKV_STRICT, -1 = unset */
+	int log_level;		/* HUGEKV_LOG, default HKV_LOG_WARN */
+};
+const struct hkv_env *env_get(void);
+/* parse helpers, shared with tools' tests; return 0 or -EINVAL */
+int env_parse_backing(const char *s, int *out);
+int env_parse_uint(const char *s, unsigned long max, unsigned long *out);
+
+/* ---- extent.c: free-extent index of one lane ----------------------------
+ *
+ * Free extents of a page space [base, base + npages). Exact size bins for
+ * small extents (each split into address regions, lowest region first) and a
+ * treap keyed by (len, start) for large ones. Boundary tags (node id at the
+ * first and last page of each free extent) make coalescing O(1). Pages are
+ * space-relative (uint32) inside; struct hkv_extent values are absolute.
+ */
+#define XI_NIL		UINT32_MAX
+#define XI_REGIONS	64	/* address regions per exact bin */
+#define XI_MAX_EXACT	1024	/* sizes 1..XI_MAX_EXACT get exact bins */
+#define XI_MAX_PAGES	(UINT32_MAX - 1)
+
+struct fext {			/* one free extent; 32 bytes */
+	uint32_t start, len;
+	uint32_t prev, next;	/* exact bin list, or treap children */
+	uint32_t parent;	/* treap parent (large) or region (exact) */
+	uint32_t prio;		/* treap priority; 0 = in an exact bin */
+	uint32_t pad[2];
+};
+
+struct xindex {
+	uint64_t base;		/* absolute page of space page 0 */
+	uint32_t npages;
+	uint32_t barrier;	/* extents never cross multiples of this (0 = none) */
+	uint64_t *allocated;	/* 1 bit per page: allocated */
+	uint64_t *in_unit;	/* 1 bit per page: belongs to a cache unit */
+	uint32_t *tag;		/* node id at first and last page of free extents */
+	struct fext *node;
+	uint32_t ncap, nused, free_node;	/* node array, free-list head */
+	uint32_t nexact;	/* sizes 1..nexact are binned exactly */
+	uint32_t region_shift;	/* page >> shift = region */
+	uint32_t *bin_head;	/* [(nexact + 1) * XI_REGIONS] */
+	uint64_t *bin_regions;	/* [nexact + 1] mask of non-empty regions */
+	uint64_t *bin_mask;	/* bitmap of non-empty bins */
+	uint32_t *bin_count;	/* extents per bin (UFI without a scan) */
+	uint32_t nbinwords;
+	uint32_t root;		/* treap of extents longer than nexact */
+	uint32_t tree_max;	/* largest node of the treap */
+	uint32_t seed;		/* treap priorities */
+	uint64_t free_pages;	/* written under the lane lock, read relaxed */
+	uint64_t free_extents;
+	uint64_t largest;	/* largest free extent */
+	uint64_t tree_count;
+};
+
+int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier);
+void xi_fini(struct xindex *x);
+/* extents of the best answer for n pages, or -ENOMEM; plans, takes nothing */
+long xi_plan(const struct xindex *x, uint64_t n, bool contig);
+/* take n pages as exactly nplan extents (from xi_plan) into ext */
+void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext);
+/* 0 if every page of [start, start+len) is allocated and not in a unit,
+ * -EINVAL if not allocated, -EBUSY if in a unit; absolute pages */
+int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len);
+/* make room for @extra more free extents so xi_free cannot fail */
+int xi_reserve(struct xindex *x, uint32_t extra);
+/* free allocated pages (checked), coalescing; needs xi_reserve(x, 1) */
+void xi_free(struct xindex *x, uint64_t start, uint64_t len);
+/* set/clear the allocated bits of absolute [start, start+len) */
+void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated);
+bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set);
+void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set);
+/* sum over free extents of floor(len / r) * r: O(bins + large extents) */
+uint64_t xi_usable(const struct xindex *x, uint64_t r);
+/* free page ids in order into out (room for x->free_pages); returns count */
+uint64_t xi_free_ids(const struct xindex *x, uint64_t *out);
+size_t xi_metadata_bytes(const struct xindex *x);
+int xi_check(const struct xindex *x);
+
+/* ---- lane.c: a lane = an extent index + its lock + counters ----------- */
+struct lane_counters {
+	uint64_t allocs, alloc_failures, frees, extents_returned;
+	uint64_t multi_extent_allocs, pages_allocated, pages_freed;
+};
+
+struct lane {
+	pthread_mutex_t lock;
+	struct xindex xi;
+	uint64_t first, npages;	/* absolute pages of the lane */
+	uint64_t gen;		/* mutation generation (free_slots cache) */
+	struct lane_counters c;
+	/* frag probe rate limit */
+	uint64_t frag_ops, frag_largest, frag_extents;
+} __attribute__((aligned(64)));
+
+int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);
+void lane_fini(struct lane *l);
+void lane_lock(struct lane *l);
+void lane_unlock(struct lane *l);
+/* lane owning an absolute page */
+unsigned lane_of(const struct hkv_pool *pool, uint64_t page);
+/* allocate from a locked lane; counts the result */
+int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigned flags,
+		      struct hkv_extent *ext, unsigned max_ext);
+
+/* ---- pool.c: pool life cycle, option checks, alloc/free entry points --- */
+struct hkv_arena;
+struct hkv_res;
+
+struct hkv_pool {
+	uint64_t id;
+	struct hkv_pool_opts opts;	/* effective options (env applied) */
+	uint64_t npages, page_bytes, chunk_pages;
+	unsigned nlanes;
+	struct lane *lanes;
+	struct hkv_arena *arena;	/* NULL for index-only pools */
+	char *base;			/* first byte of page 0, or NULL */
+	struct hkv_res *res;		/* residency (evict.c) */
+	/* free_slots cache (compat.c) */
+	pthread_mutex_t slots_lock;
+	uint64_t *slots, nslots, slots_gen;
+	bool slots_valid;
+};
+
+/* ---- stats.c: snapshot, fragmentation, print --------------------------- */
+uint64_t stats_ufi_permille(const struct xindex *x, uint64_t r);
+
+/* ---- compat.c: hkv_free_slots ------------------------------------------ */
+void compat_fini(struct hkv_pool *pool);
+
+/* ---- arena.c: the memory behind a pool (os.c makes the system calls) --- */
+int arena_create(struct hkv_pool *pool, struct hkv_arena **out);
+void arena_destroy(struct hkv_arena *a);
+int arena_regions(const struct hkv_arena *a, struct hkv_region *r, unsigned max);
+void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
+
+/* ---- evict.c: units, pins, LRU, planned eviction ------------------------ */
+int res_create(struct hkv_pool *pool);
+void res_destroy(struct hkv_pool *pool);
+/* before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY) */
+void res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n);
+void res_stats(const struct hkv_pool *pool, struct hkv_stats *st);
+
+/* ---- trace.c / trace.h: USDT probes (see trace.h) ----------------------- */
+
+#endif /* HKV_INTERNAL_H */

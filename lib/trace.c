@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * trace.c - probe semaphores and the rate-limited "frag" probe.
+ */
+#include "internal.h"
+#include "trace.h"
+
+/* semaphores live in .probes; a tracer increments them on attach */
+#define HKV_SEMA_DEFINE(name) \
+	__extension__ volatile unsigned short HKV_SEMA(name) \
+	__attribute__((unused, section(".probes"), visibility("hidden")))
+
+HKV_SEMA_DEFINE(alloc);
+HKV_SEMA_DEFINE(free);
+HKV_SEMA_DEFINE(evict);
+HKV_SEMA_DEFINE(evict_run);
+HKV_SEMA_DEFINE(frag);
+HKV_SEMA_DEFINE(arena_map);
+HKV_SEMA_DEFINE(arena_fallback);
+
+#define FRAG_EVERY	4096	/* fire at least every N mutations of a lane */
+#define FRAG_SHIFT	4	/* or on a change of 1/16 in extents or largest */
+#define FRAG_UFI_SIZE	16	/* reference request size of the UFI argument */
+
+static bool frag_moved(uint64_t was, uint64_t now)
+{
+	uint64_t d = was > now ? was - now : now - was;
+
+	return d > (was >> FRAG_SHIFT);
+}
+
+/**
+ * trace_frag_emit() - fire the frag probe when the lane changed enough
+ * @pool: the pool
+ * @l: the lane, locked by the caller
+ * @lane_no: its number
+ */
+void trace_frag_emit(struct hkv_pool *pool, struct lane *l, unsigned lane_no)
+{
+	const struct xindex *x = &l->xi;
+
+	if (++l->frag_ops < FRAG_EVERY && !frag_moved(l->frag_largest, x->largest) &&
+	    !frag_moved(l->frag_extents, x->free_extents))
+		return;
+	l->frag_ops = 0;
+	l->frag_largest = x->largest;
+	l->frag_extents = x->free_extents;
+	hkv_probe_frag(pool->id, lane_no, x->free_pages, x->free_extents, x->largest,
+		       stats_ufi_permille(x, FRAG_UFI_SIZE));
+}

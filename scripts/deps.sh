@@ -1,0 +1,26 @@
+#!/bin/sh
+# deps.sh - install the Debian packages hugekv needs when they are missing.
+# As root: apt-get install. Otherwise: print the exact command and fail.
+# HUGEKV_NO_DEPS=1 skips the check.
+set -eu
+[ "${HUGEKV_NO_DEPS:-0}" = 1 ] && exit 0
+PKGS="build-essential pkg-config libnuma-dev numactl libcmocka-dev
+libhugetlbfs-dev libhugetlbfs-bin libbpf-dev bpftool clang llvm libelf-dev
+zlib1g-dev systemtap-sdt-dev bpftrace python3 python3-matplotlib"
+missing=
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case $st in *" installed") ;; *) missing="$missing $p" ;; esac
+done
+[ -z "$missing" ] && exit 0
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: missing Debian packages:$missing" >&2
+	echo "deps.sh: run as root: apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
