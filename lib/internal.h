@@ -171,7 +171,14 @@ uint64_t stats_ufi_permille(const struct xindex *x, uint64_t r);
 /* ---- compat.c: hkv_free_slots ------------------------------------------ */
 void compat_fini(struct hkv_pool *pool);
 
-/* ---- arena.c: the memory behind a pool (os.c makes the system calls) --- */
+/* ---- arena.c: the memory behind a pool (os.c makes the system calls) ---
+ * pool.c calls arena_create() for page_bytes > 0 after it has set pool->id,
+ * ->opts (effective: defaults and HUGEKV_* applied, flags included),
+ * ->npages, ->page_bytes and ->chunk_pages, and before the lanes exist. On
+ * success the arena sets pool->base (first byte of page 0, one contiguous
+ * virtual range for all pages) and *out; on failure it has given back
+ * everything and returns -errno. hkv_page_ptr() is base + page * page_bytes.
+ */
 int arena_create(struct hkv_pool *pool, struct hkv_arena **out);
 void arena_destroy(struct hkv_arena *a);
 int arena_regions(const struct hkv_arena *a, struct hkv_region *r, unsigned max);
