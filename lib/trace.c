@@ -18,6 +18,8 @@ HKV_SEMA_DEFINE(frag);
 HKV_SEMA_DEFINE(arena_map);
 HKV_SEMA_DEFINE(arena_fallback);
 
+unsigned long trace_frag_computed;
+
 #define FRAG_EVERY	4096	/* fire at least every N mutations of a lane */
 #define FRAG_SHIFT	4	/* or on a change of 1/16 in extents or largest */
 #define FRAG_UFI_SIZE	16	/* reference request size of the UFI argument */
@@ -34,6 +36,9 @@ static bool frag_moved(uint64_t was, uint64_t now)
  * @pool: the pool
  * @l: the lane, locked by the caller
  * @lane_no: its number
+ *
+ * Called only under the frag semaphore (trace_frag()), so the UFI scan of
+ * the exact bins is paid only while a tracer is attached.
  */
 void trace_frag_emit(struct hkv_pool *pool, struct lane *l, unsigned lane_no)
 {
@@ -45,6 +50,7 @@ void trace_frag_emit(struct hkv_pool *pool, struct lane *l, unsigned lane_no)
 	l->frag_ops = 0;
 	l->frag_largest = x->largest;
 	l->frag_extents = x->free_extents;
+	HKV_ADD(&trace_frag_computed, 1);
 	hkv_probe_frag(pool->id, lane_no, x->free_pages, x->free_extents, x->largest,
 		       stats_ufi_permille(x, FRAG_UFI_SIZE));
 }
