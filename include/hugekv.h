@@ -220,6 +220,88 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool);
  */
 HKV_API uint64_t hkv_pool_id(const struct hkv_pool *pool);
 
+#define HKV_PLAN_NODES		16	/* node segments reported in hkv_plan */
+
+/**
+ * struct hkv_plan_node - what one node's segment of a planned arena gets
+ * @node: NUMA node the segment is bound to
+ * @ncpus: CPUs of the node (prefault threads are pinned to them)
+ * @first_page: first KV page that starts in the segment
+ * @npages: KV pages that start in the segment
+ * @bytes: bytes the segment maps (a multiple of the page size it gets)
+ * @backing: HKV_BACKING_* the segment would get
+ * @hugepage_bytes: page size it would get (4096 for THP and 4 KiB)
+ * @hugepages_needed: pages of @hugepage_bytes it needs (hugetlb; else 0)
+ * @wanted_backing: HKV_BACKING_* the policy tries first
+ * @wanted_bytes: page size of @wanted_backing
+ * @wanted_needed: hugepages of @wanted_bytes the segment would need
+ * @wanted_free: free hugepages of @wanted_bytes on the node now
+ * @wanted_total: hugepages of @wanted_bytes in the node's pool now
+ * @shortfall: hugepages of @wanted_bytes missing on the node (0 = none)
+ * @reserve_total: the node's nr_hugepages for @wanted_bytes that would
+ *	cover the segment (write it to
+ *	/sys/devices/system/node/nodeN/hugepages/hugepages-<kB>kB/nr_hugepages)
+ * @fallback_errno: why @wanted_backing would not be used (0 = it would):
+ *	-EOPNOTSUPP page size or THP unavailable, -ENOMEM shortfall
+ */
+struct hkv_plan_node {
+	int node;
+	unsigned ncpus;
+	uint64_t first_page, npages, bytes;
+	int backing;
+	uint64_t hugepage_bytes, hugepages_needed;
+	int wanted_backing;
+	uint64_t wanted_bytes, wanted_needed, wanted_free, wanted_total;
+	uint64_t shortfall, reserve_total;
+	int fallback_errno;
+};
+
+/**
+ * struct hkv_plan - dry run of a pool's arena (hkv_pool_plan())
+ * @sz: sizeof(struct hkv_plan), set by the caller
+ * @backing_wanted: backing asked for, after HUGEKV_BACKING
+ * @backing: worst backing any segment would get
+ * @numa_node: node asked for, after HUGEKV_NODE (-1: one segment per node)
+ * @flags: pool flags, after HUGEKV_STRICT
+ * @prefault_threads: threads per segment asked for (0 = node's CPUs)
+ * @kv_bytes: npages * page_bytes
+ * @arena_bytes: bytes the arena would map
+ * @round_up_bytes: @arena_bytes - @kv_bytes
+ * @memlock_limit: RLIMIT_MEMLOCK soft limit in bytes (UINT64_MAX: none);
+ *	hugetlb mappings are not charged to it, informational
+ * @thp_mode: /sys/kernel/mm/transparent_hugepage/enabled choice ("always",
+ *	"madvise", "never"; "" when the kernel has no THP)
+ * @fallbacks: segments that would not get @backing_wanted
+ * @nnodes: segments (entries of @node written, at most HKV_PLAN_NODES)
+ * @node: one entry per node segment
+ */
+struct hkv_plan {
+	size_t sz;
+	int backing_wanted, backing, numa_node;
+	unsigned flags, prefault_threads;
+	uint64_t kv_bytes, arena_bytes, round_up_bytes, memlock_limit;
+	char thp_mode[16];
+	unsigned fallbacks, nnodes;
+	struct hkv_plan_node node[HKV_PLAN_NODES];
+};
+
+/**
+ * hkv_pool_plan() - dry run: what hkv_pool_create() would map, and where
+ * @opts: pool options, as for hkv_pool_create() (HUGEKV_* applied)
+ * @plan: receives the plan; the caller sets @plan->sz
+ *
+ * Reads the topology, the per-node hugepage pools, THP mode and memlock
+ * limit, and chooses each node segment's backing with the same code that
+ * hkv_pool_create() uses. Maps nothing and changes nothing. The answer is a
+ * snapshot: hugepage reservations are global and other processes may take
+ * free pages before a create runs.
+ *
+ * Return: 0 if the pool would be created on current free pages, -ENOMEM if
+ * a strict pool would not (the plan says which node falls short and by how
+ * much), -EINVAL for bad options or @plan->sz; -errno of a topology read.
+ */
+HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *plan);
+
 /**
  * hkv_alloc() - allocate pages as extents
  * @pool: the pool

@@ -184,6 +184,120 @@ void arena_destroy(struct hkv_arena *a);
 int arena_regions(const struct hkv_arena *a, struct hkv_region *r, unsigned max);
 void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
 
+/* ---- os.c: every system call of the library, behind a replaceable table */
+#include <sched.h>
+#include <sys/types.h>
+struct rlimit;
+struct os_ops {
+	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+	int (*munmap)(void *addr, size_t len);
+	int (*madvise)(void *addr, size_t len, int advice);
+	long (*mbind)(void *addr, unsigned long len, int mode,
+		      const unsigned long *nodemask, unsigned long maxnode, unsigned flags);
+	long (*move_pages)(int pid, unsigned long count, void **pages, const int *nodes,
+			   int *status, int flags);
+	int (*open)(const char *path, int flags);
+	ssize_t (*read)(int fd, void *buf, size_t len);
+	int (*close)(int fd);
+	int (*thread_create)(pthread_t *t, void *(*fn)(void *), void *arg);
+	int (*thread_join)(pthread_t t);
+	int (*set_affinity)(const cpu_set_t *set);	/* calling thread */
+	int (*getrlimit)(int resource, struct rlimit *rl);
+	/* libnuma topology */
+	int (*numa_available)(void);			/* < 0: no NUMA support */
+	int (*numa_max_node)(void);
+	long long (*node_size)(int node);		/* bytes, < 0: no such node */
+	int (*node_cpus)(int node, cpu_set_t *set);	/* 0 or -errno */
+	uint64_t (*now_ns)(void);			/* CLOCK_MONOTONIC */
+};
+extern const struct os_ops os_default_ops;
+extern const struct os_ops *os;		/* what the library calls */
+/* replace the table (tests); NULL restores the default */
+void os_set_ops(const struct os_ops *ops);
+/* read a small file (sysfs/procfs) into buf, NUL-terminated; bytes or -errno */
+ssize_t os_read_file(const char *path, char *buf, size_t len);
+/* read an unsigned decimal from a file; 0 or -errno */
+int os_read_u64(const char *path, uint64_t *out);
+
+/* ---- numa.c: topology, hugepage pools, THP mode, memlock -------------- */
+#define HKV_MAX_NODES	HKV_PLAN_NODES
+#define HKV_PGSZ_4K	(4096ull)
+#define HKV_PGSZ_2M	(2ull << 20)
+#define HKV_PGSZ_1G	(1ull << 30)
+
+struct topo_pool {		/* one hugepage size on one node (or global) */
+	bool present;		/* the kernel offers this size */
+	uint64_t total, free, resv;	/* resv: global only */
+};
+
+struct topo_node {
+	int node;
+	unsigned ncpus;
+	cpu_set_t cpus;
+	struct topo_pool huge_2m, huge_1g;
+};
+
+struct topo {
+	bool numa;		/* kernel has NUMA support (mbind works) */
+	unsigned nnodes;	/* nodes with memory (at most HKV_MAX_NODES) */
+	struct topo_node node[HKV_MAX_NODES];
+	struct topo_pool glob_2m, glob_1g;	/* /sys/kernel/mm/hugepages */
+	char thp_mode[16];	/* "" = no THP */
+	uint64_t memlock;	/* RLIMIT_MEMLOCK soft, UINT64_MAX = unlimited */
+};
+
+int topo_read(struct topo *t);
+/* the entry of node n, or NULL */
+const struct topo_node *topo_find(const struct topo *t, int n);
+const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz);
+const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz);
+/* parse "0-3,5" into a bitmask of max bits; 0 or -EINVAL */
+int numa_parse_list(const char *s, uint64_t *mask, unsigned max);
+
+/* ---- plan.c: segments per node and the backing each gets --------------- */
+uint64_t backing_pgsz(int backing);
+const char *backing_name(int backing);
+/* fill plan from effective opts and a topology; 0 or -ENOMEM (strict short)
+ * or -EINVAL (bad node) */
+int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p);
+/* opts as hkv_pool_create() applies them (HUGEKV_* env); 0 or -EINVAL */
+int plan_effective_opts(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
+/* next backing to try after b under the policy of o, or -1 */
+int plan_next_backing(const struct hkv_pool_opts *o, int b);
+/* can backing b be tried on node n for bytes; 0 or -EOPNOTSUPP/-ENOMEM */
+int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t bytes);
+
+/* ---- arena.c / prefault.c / arena_verify.c ----------------------------- */
+struct arena_seg {
+	char *base;
+	uint64_t bytes, first_page, npages;
+	int node, verified_node;	/* verified: -1 mixed/unknown */
+	const struct topo_node *tn;	/* CPUs for prefault (NULL: any) */
+	int backing, wanted;
+	uint64_t pgsz, wanted_pgsz;
+	unsigned flags, fallbacks, threads;
+	int why;			/* -errno of the first fallback */
+	uint64_t prefault_ns, misplaced;
+};
+
+struct hkv_arena {
+	uint64_t pool_id;
+	char *base;			/* reserved range, aligned */
+	uint64_t bytes, kv_bytes;
+	struct hkv_pool_opts opts;	/* effective */
+	struct topo topo;
+	unsigned nseg, fallbacks;
+	uint64_t prefault_ns;
+	struct arena_seg seg[HKV_MAX_NODES];
+};
+
+/* prefault a mapped segment with threads pinned to its node; 0 or -errno */
+int arena_prefault(struct hkv_arena *a, struct arena_seg *s);
+/* move_pages placement and smaps page size; 0, or -EIO (strict mismatch) */
+int arena_verify(struct hkv_arena *a, struct arena_seg *s);
+/* smallest KernelPageSize of the VMAs over [addr, addr+len), bytes or -errno */
+long long smaps_page_size(const void *addr, uint64_t len);
+
 /* ---- evict.c: units, pins, LRU, planned eviction ------------------------ */
 int res_create(struct hkv_pool *pool);
 void res_destroy(struct hkv_pool *pool);

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * numa.c - topology: nodes with memory, their CPUs (libnuma), per-node and
+ * global hugepage pools of each size (sysfs), THP mode, RLIMIT_MEMLOCK.
+ *
+ * Read-only: the library never changes system hugepage pools. All reads go
+ * through the os layer, so tests can fake a second node or a 1 GiB pool.
+ */
+#include <stdio.h>
+#include <sys/resource.h>
+
+#include "internal.h"
+
+#define SYS_NODE	"/sys/devices/system/node"
+#define SYS_HUGE	"/sys/kernel/mm/hugepages"
+#define SYS_THP		"/sys/kernel/mm/transparent_hugepage/enabled"
+
+/**
+ * numa_parse_list() - parse a sysfs list such as "0-3,5"
+ * @s: the list (trailing newline allowed)
+ * @mask: receives the bits, (@max + 63) / 64 words
+ * @max: number of bits in @mask
+ *
+ * Return: 0, or -EINVAL on a malformed list or a number >= @max.
+ */
+int numa_parse_list(const char *s, uint64_t *mask, unsigned max)
+{
+	unsigned long a, b, i;
+	char *end;
+
+	memset(mask, 0, (max + 63) / 64 * sizeof(*mask));
+	while (*s && *s != '\n') {
+		a = strtoul(s, &end, 10);
+		if (end == s)
+			return -EINVAL;
+		b = a;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtoul(s, &end, 10);
+			if (end == s || b < a)
+				return -EINVAL;
+		}
+		if (b >= max)
+			return -EINVAL;
+		for (i = a; i <= b; i++)
+			mask[i / 64] |= 1ull << (i % 64);
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* total/free/resv of one pool directory; a missing directory is "absent" */
+static int read_pool(const char *dir, bool with_resv, struct topo_pool *p)
+{
+	char path[256];
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(path, sizeof(path), "%s/nr_hugepages", dir);
+	ret = os_read_u64(path, &p->total);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		goto fail;
+	snprintf(path, sizeof(path), "%s/free_hugepages", dir);
+	ret = os_read_u64(path, &p->free);
+	if (ret)
+		goto fail;
+	if (with_resv) {
+		snprintf(path, sizeof(path), "%s/resv_hugepages", dir);
+		ret = os_read_u64(path, &p->resv);
+		if (ret)
+			goto fail;
+	}
+	p->present = true;
+	return 0;
+fail:
+	hkv_log(HKV_LOG_ERR, "cannot read hugepage pool %s: %s", dir, strerror(-ret));
+	return ret;
+}
+
+static int read_node_pools(struct topo_node *n)
+{
+	char dir[128];
+	int ret;
+
+	snprintf(dir, sizeof(dir), SYS_NODE "/node%d/hugepages/hugepages-2048kB", n->node);
+	ret = read_pool(dir, false, &n->huge_2m);
+	if (ret)
+		return ret;
+	snprintf(dir, sizeof(dir), SYS_NODE "/node%d/hugepages/hugepages-1048576kB", n->node);
+	return read_pool(dir, false, &n->huge_1g);
+}
+
+/* "always [madvise] never" -> "madvise"; no THP -> "" */
+static int read_thp(char *mode, size_t len)
+{
+	char buf[128], *l, *r;
+	ssize_t n;
+
+	mode[0] = '\0';
+	n = os_read_file(SYS_THP, buf, sizeof(buf));
+	if (n == -ENOENT)
+		return 0;
+	if (n < 0) {
+		hkv_log(HKV_LOG_ERR, "cannot read " SYS_THP ": %s", strerror((int)-n));
+		return (int)n;
+	}
+	l = strchr(buf, '[');
+	r = l ? strchr(l, ']') : NULL;
+	if (!r || (size_t)(r - l - 1) >= len)
+		return -EINVAL;
+	memcpy(mode, l + 1, r - l - 1);
+	mode[r - l - 1] = '\0';
+	return 0;
+}
+
+static void add_node(struct topo *t, int node)
+{
+	struct topo_node *n = &t->node[t->nnodes++];
+	int ret;
+
+	n->node = node;
+	ret = os->node_cpus(node, &n->cpus);
+	if (ret) {
+		/* prefault then runs unpinned; say so */
+		hkv_log(HKV_LOG_WARN, "cannot read the CPUs of node %d: %s; prefault unpinned",
+			node, strerror(-ret));
+		CPU_ZERO(&n->cpus);
+	}
+	n->ncpus = CPU_COUNT(&n->cpus);
+}
+
+static int read_nodes(struct topo *t)
+{
+	int max, i, ret;
+
+	t->numa = os->numa_available() >= 0;
+	max = t->numa ? os->numa_max_node() : 0;
+	for (i = 0; i <= max; i++) {
+		if (t->numa && os->node_size(i) <= 0)
+			continue;	/* no such node, or memoryless */
+		if (t->nnodes == HKV_MAX_NODES) {
+			hkv_log(HKV_LOG_WARN, "more than %d memory nodes; using the first %d",
+				HKV_MAX_NODES, HKV_MAX_NODES);
+			break;
+		}
+		add_node(t, i);
+	}
+	if (!t->nnodes)
+		add_node(t, 0);	/* no NUMA: one node 0 */
+	for (i = 0; i < (int)t->nnodes; i++) {
+		ret = read_node_pools(&t->node[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/**
+ * topo_read() - read the topology the arena planner needs
+ * @t: receives it
+ *
+ * Return: 0, or -errno of a sysfs read that exists but fails.
+ */
+int topo_read(struct topo *t)
+{
+	struct rlimit rl;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = read_nodes(t);
+	if (ret)
+		return ret;
+	ret = read_pool(SYS_HUGE "/hugepages-2048kB", true, &t->glob_2m);
+	if (ret)
+		return ret;
+	ret = read_pool(SYS_HUGE "/hugepages-1048576kB", true, &t->glob_1g);
+	if (ret)
+		return ret;
+	/* without per-node files (no NUMA), the single node has the global pool */
+	if (t->nnodes == 1 && !t->node[0].huge_2m.present)
+		t->node[0].huge_2m = t->glob_2m;
+	if (t->nnodes == 1 && !t->node[0].huge_1g.present)
+		t->node[0].huge_1g = t->glob_1g;
+	ret = read_thp(t->thp_mode, sizeof(t->thp_mode));
+	if (ret)
+		return ret;
+	if (os->getrlimit(RLIMIT_MEMLOCK, &rl))
+		return -errno;
+	t->memlock = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+	return 0;
+}
+
+/**
+ * topo_find() - the topology entry of a node
+ * @t: the topology
+ * @n: node number
+ *
+ * Return: the entry, or NULL when @n has no memory or does not exist.
+ */
+const struct topo_node *topo_find(const struct topo *t, int n)
+{
+	unsigned i;
+
+	for (i = 0; i < t->nnodes; i++)
+		if (t->node[i].node == n)
+			return &t->node[i];
+	return NULL;
+}
+
+/**
+ * topo_pool() - a node's pool of one hugepage size
+ * @n: the node
+ * @pgsz: HKV_PGSZ_2M or HKV_PGSZ_1G
+ *
+ * Return: the pool, or NULL for other sizes.
+ */
+const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz)
+{
+	if (pgsz == HKV_PGSZ_2M)
+		return &n->huge_2m;
+	if (pgsz == HKV_PGSZ_1G)
+		return &n->huge_1g;
+	return NULL;
+}
+
+/**
+ * topo_glob() - the global pool of one hugepage size
+ * @t: the topology
+ * @pgsz: HKV_PGSZ_2M or HKV_PGSZ_1G
+ *
+ * Return: the pool, or NULL for other sizes.
+ */
+const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz)
+{
+	if (pgsz == HKV_PGSZ_2M)
+		return &t->glob_2m;
+	if (pgsz == HKV_PGSZ_1G)
+		return &t->glob_1g;
+	return NULL;
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * os.c - the only file of the library that makes system calls.
+ *
+ * Every call goes through a table of function pointers (struct os_ops) so
+ * tests can replace any of them and inject failures at each call site. The
+ * wrappers return what the system call returns; the -errno wrappers say so.
+ */
+#include <fcntl.h>
+#include <numa.h>
+#include <numaif.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void *os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+static int os_munmap(void *addr, size_t len)
+{
+	return munmap(addr, len);
+}
+
+static int os_madvise(void *addr, size_t len, int advice)
+{
+	return madvise(addr, len, advice);
+}
+
+static long os_mbind(void *addr, unsigned long len, int mode,
+		     const unsigned long *nodemask, unsigned long maxnode, unsigned flags)
+{
+	return mbind(addr, len, mode, nodemask, maxnode, flags);
+}
+
+static long os_move_pages(int pid, unsigned long count, void **pages, const int *nodes,
+			  int *status, int flags)
+{
+	return move_pages(pid, count, pages, nodes, status, flags);
+}
+
+static int os_open(const char *path, int flags)
+{
+	return open(path, flags | O_CLOEXEC);
+}
+
+static ssize_t os_read(int fd, void *buf, size_t len)
+{
+	return read(fd, buf, len);
+}
+
+static int os_close(int fd)
+{
+	return close(fd);
+}
+
+/* returns 0 or a positive error number, like pthread_create() */
+static int os_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	return pthread_create(t, NULL, fn, arg);
+}
+
+static int os_thread_join(pthread_t t)
+{
+	return pthread_join(t, NULL);
+}
+
+static int os_set_affinity(const cpu_set_t *set)
+{
+	return sched_setaffinity(0, sizeof(*set), set);
+}
+
+static int os_getrlimit(int resource, struct rlimit *rl)
+{
+	return getrlimit(resource, rl);
+}
+
+static int os_numa_available(void)
+{
+	return numa_available();
+}
+
+static int os_numa_max_node(void)
+{
+	return numa_max_node();
+}
+
+static long long os_node_size(int node)
+{
+	return numa_node_size64(node, NULL);
+}
+
+static int os_node_cpus(int node, cpu_set_t *set)
+{
+	struct bitmask *bm = numa_allocate_cpumask();
+	unsigned i;
+	int ret = 0;
+
+	if (!bm)
+		return -ENOMEM;
+	CPU_ZERO(set);
+	if (numa_node_to_cpus(node, bm) < 0) {
+		ret = errno ? -errno : -EINVAL;
+		goto free_mask;
+	}
+	for (i = 0; i < bm->size && i < CPU_SETSIZE; i++)
+		if (numa_bitmask_isbitset(bm, i))
+			CPU_SET(i, set);
+free_mask:
+	numa_free_cpumask(bm);
+	return ret;
+}
+
+static uint64_t os_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const struct os_ops os_default_ops = {
+	.mmap = os_mmap,
+	.munmap = os_munmap,
+	.madvise = os_madvise,
+	.mbind = os_mbind,
+	.move_pages = os_move_pages,
+	.open = os_open,
+	.read = os_read,
+	.close = os_close,
+	.thread_create = os_thread_create,
+	.thread_join = os_thread_join,
+	.set_affinity = os_set_affinity,
+	.getrlimit = os_getrlimit,
+	.numa_available = os_numa_available,
+	.numa_max_node = os_numa_max_node,
+	.node_size = os_node_size,
+	.node_cpus = os_node_cpus,
+	.now_ns = os_now_ns,
+};
+
+const struct os_ops *os = &os_default_ops;
+
+/**
+ * os_set_ops() - replace the system-call table (tests)
+ * @ops: the new table, or NULL for the default one
+ *
+ * Not thread-safe: call it while no pool is being created or destroyed.
+ */
+void os_set_ops(const struct os_ops *ops)
+{
+	os = ops ? ops : &os_default_ops;
+}
+
+/**
+ * os_read_file() - read a small sysfs/procfs file
+ * @path: the file
+ * @buf: receives its start, NUL-terminated
+ * @len: room in @buf (> 0)
+ *
+ * Return: bytes read, or -errno of open/read.
+ */
+ssize_t os_read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n, got = 0;
+	int fd, err = 0;
+
+	fd = os->open(path, O_RDONLY);
+	if (fd < 0)
+		return errno ? -errno : -EIO;
+	while ((size_t)got < len - 1) {
+		n = os->read(fd, buf + got, len - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno ? -errno : -EIO;
+			break;
+		}
+		if (n == 0)
+			break;
+		got += n;
+	}
+	os->close(fd);
+	buf[got] = '\0';
+	return err ? err : got;
+}
+
+/**
+ * os_read_u64() - read one unsigned decimal number from a file
+ * @path: the file
+ * @out: receives the number
+ *
+ * Return: 0, -errno of the read, or -EINVAL when the file holds no number.
+ */
+int os_read_u64(const char *path, uint64_t *out)
+{
+	char buf[64], *end;
+	unsigned long long v;
+	ssize_t n;
+
+	n = os_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (end == buf || errno)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
