@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * unit.c - cache units: id hash, page marking, pins, split, remove.
+ *
+ * A unit is a set of allocated extents under a caller's 64-bit id. The id
+ * hash (chained, power-of-two buckets) and the per-lane LRU lists live under
+ * the pool's residency lock; a unit's pages carry the in_unit bit of their
+ * lane's index, set and cleared under the lane locks, which is what makes
+ * hkv_free() refuse them with -EBUSY.
+ */
+#include "res.h"
+#include "trace.h"
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/**
+ * res_find() - look a unit up by id
+ * @r: residency state (locked)
+ * @id: the unit's id
+ *
+ * Return: the unit, or NULL.
+ */
+struct res_unit *res_find(const struct hkv_res *r, uint64_t id)
+{
+	struct res_unit *u = r->bucket[hash64(id) & (r->nbuckets - 1)];
+
+	while (u && u->id != id)
+		u = u->hnext;
+	return u;
+}
+
+/* double the buckets when the table is full; on ENOMEM chains just grow */
+static void hash_grow(struct hkv_res *r)
+{
+	uint64_t nb = r->nbuckets * 2;
+	struct res_unit **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return;
+	for (uint64_t i = 0; i < r->nbuckets; i++) {
+		struct res_unit *u = r->bucket[i], *next;
+
+		for (; u; u = next) {
+			next = u->hnext;
+			u->hnext = b[hash64(u->id) & (nb - 1)];
+			b[hash64(u->id) & (nb - 1)] = u;
+		}
+	}
+	free(r->bucket);
+	r->bucket = b;
+	r->nbuckets = nb;
+}
+
+static void hash_insert(struct hkv_res *r, struct res_unit *u)
+{
+	struct res_unit **b;
+
+	if (r->nunits >= r->nbuckets)
+		hash_grow(r);
+	b = &r->bucket[hash64(u->id) & (r->nbuckets - 1)];
+	u->hnext = *b;
+	*b = u;
+	r->nunits++;
+	r->unit_pages += u->npages;
+}
+
+/**
+ * res_hash_remove() - take a unit out of the id hash and the unit counts
+ * @r: residency state (locked)
+ * @u: the unit
+ */
+void res_hash_remove(struct hkv_res *r, struct res_unit *u)
+{
+	struct res_unit **pp = &r->bucket[hash64(u->id) & (r->nbuckets - 1)];
+
+	while (*pp != u)
+		pp = &(*pp)->hnext;
+	*pp = u->hnext;
+	r->nunits--;
+	r->unit_pages -= u->npages;
+}
+
+/* insert @u after @prev (NULL: at the cold end) of its home lane's list */
+static void lru_insert_after(struct hkv_res *r, struct res_unit *prev, struct res_unit *u)
+{
+	struct res_lru *l = &r->lru[u->home];
+
+	u->prev = prev;
+	u->next = prev ? prev->next : l->head;
+	if (u->next)
+		u->next->prev = u;
+	else
+		l->tail = u;
+	if (prev)
+		prev->next = u;
+	else
+		l->head = u;
+}
+
+/**
+ * res_lru_unlink() - take a unit out of its home lane's LRU list
+ * @r: residency state (locked)
+ * @u: the unit
+ */
+void res_lru_unlink(struct hkv_res *r, struct res_unit *u)
+{
+	struct res_lru *l = &r->lru[u->home];
+
+	if (u->prev)
+		u->prev->next = u->next;
+	else
+		l->head = u->next;
+	if (u->next)
+		u->next->prev = u->prev;
+	else
+		l->tail = u->prev;
+	u->prev = u->next = NULL;
+}
+
+/* make @u the most recently used unit */
+static void lru_make_hot(struct hkv_res *r, struct res_unit *u)
+{
+	u->stamp = ++r->clock;
+	lru_insert_after(r, r->lru[u->home].tail, u);
+}
+
+/**
+ * res_unit_drop() - forget an unpinned unit (its pages are handled already)
+ * @r: residency state (locked)
+ * @u: the unit, freed here
+ */
+void res_unit_drop(struct hkv_res *r, struct res_unit *u)
+{
+	res_hash_remove(r, u);
+	res_lru_unlink(r, u);
+	free(u);
+}
+
+/*
+ * the piece of [p, end) inside p's lane and chunk (xi_free() must not cross
+ * either): returns the lane, sets *len
+ */
+static unsigned piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint64_t *len)
+{
+	unsigned li = lane_of(pool, p);
+	const struct lane *l = &pool->lanes[li];
+	uint64_t stop = HKV_MIN(end, l->first + l->npages);
+
+	if (l->xi.barrier)
+		stop = HKV_MIN(stop, (p / l->xi.barrier + 1) * l->xi.barrier);
+	*len = stop - p;
+	return li;
+}
+
+#define for_each_piece(pool, e, p, len, li)					\
+	for (uint64_t p = (e)->start, len, _end = (e)->start + (e)->len;	\
+	     p < _end && ((li) = piece(pool, p, _end, &len), 1); p += len)
+
+/* lowest and highest lane that the extents touch */
+static void lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
+		      unsigned *lo, unsigned *hi)
+{
+	*lo = UINT32_MAX;
+	*hi = 0;
+	for (unsigned i = 0; i < n; i++) {
+		*lo = HKV_MIN(*lo, lane_of(pool, ext[i].start));
+		*hi = HKV_MAX(*hi, lane_of(pool, ext[i].start + ext[i].len - 1));
+	}
+}
+
+static void span_lock(struct hkv_pool *pool, unsigned lo, unsigned hi)
+{
+	for (unsigned i = lo; i <= hi; i++)
+		lane_lock(&pool->lanes[i]);
+}
+
+static void span_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi)
+{
+	for (unsigned i = hi + 1; i-- > lo;)
+		lane_unlock(&pool->lanes[i]);
+}
+
+/* set or clear the in_unit bits of one extent (lanes locked) */
+static void mark_extent(struct hkv_pool *pool, const struct hkv_extent *e, bool set)
+{
+	unsigned li;
+
+	for_each_piece(pool, e, p, len, li) {
+		struct xindex *x = &pool->lanes[li].xi;
+
+		xi_set_range(x->in_unit, p - x->base, len, set);
+	}
+}
+
+/*
+ * mark_unit() - claim pages for a unit (lanes locked): every page allocated
+ * and in no unit, none named twice; all or nothing.
+ */
+static int mark_unit(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
+{
+	unsigned i, li;
+
+	for (i = 0; i < n; i++) {
+		for_each_piece(pool, &ext[i], p, len, li) {
+			if (xi_check_allocated(&pool->lanes[li].xi, p, len))
+				goto unmark_claimed;
+		}
+		mark_extent(pool, &ext[i], true);
+	}
+	return 0;
+
+unmark_claimed:
+	while (i--)
+		mark_extent(pool, &ext[i], false);
+	return -EINVAL;
+}
+
+/* clear a unit's in_unit bits, pages stay allocated */
+static void unmark_unit(struct hkv_pool *pool, const struct res_unit *u)
+{
+	unsigned lo, hi;
+
+	lane_span(pool, u->ext, u->n, &lo, &hi);
+	span_lock(pool, lo, hi);
+	for (unsigned i = 0; i < u->n; i++)
+		mark_extent(pool, &u->ext[i], false);
+	span_unlock(pool, lo, hi);
+}
+
+/**
+ * res_free_pages() - clear a unit's in_unit bits and free its pages
+ * @pool: the pool (residency lock held)
+ * @u: the unit (not changed)
+ *
+ * Return: 0, or -ENOMEM when the lanes' indexes cannot grow (nothing done).
+ */
+int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
+{
+	unsigned lo, hi, li;
+	uint32_t pieces = 0;
+
+	lane_span(pool, u->ext, u->n, &lo, &hi);
+	for (unsigned i = 0; i < u->n; i++)
+		for_each_piece(pool, &u->ext[i], p, len, li)
+			pieces++;
+	span_lock(pool, lo, hi);
+	for (unsigned i = lo; i <= hi; i++) {
+		if (xi_reserve(&pool->lanes[i].xi, pieces)) {
+			span_unlock(pool, lo, hi);
+			return -ENOMEM;
+		}
+	}
+	for (unsigned i = 0; i < u->n; i++) {
+		for_each_piece(pool, &u->ext[i], p, len, li) {
+			struct lane *l = &pool->lanes[li];
+
+			xi_set_range(l->xi.in_unit, p - l->xi.base, len, false);
+			xi_free(&l->xi, p, len);
+			l->gen++;
+			l->c.pages_freed += len;
+		}
+	}
+	for (unsigned i = lo; i <= hi; i++)
+		trace_frag(pool, &pool->lanes[i], i);
+	span_unlock(pool, lo, hi);
+	return 0;
+}
+
+/**
+ * res_pages_in() - pages of a unit inside one lane
+ * @pool: the pool
+ * @u: the unit
+ * @lane: lane number
+ *
+ * Return: the page count.
+ */
+uint64_t res_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane)
+{
+	const struct lane *l = &pool->lanes[lane];
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < u->n; i++) {
+		uint64_t a = HKV_MAX(u->ext[i].start, l->first);
+		uint64_t b = HKV_MIN(u->ext[i].start + u->ext[i].len, l->first + l->npages);
+
+		sum += b > a ? b - a : 0;
+	}
+	return sum;
+}
+
+/* extents inside the pool, none empty; their page total into *npages */
+static int check_extents(const struct hkv_pool *pool, const struct hkv_extent *ext,
+			 unsigned n, uint64_t *npages)
+{
+	*npages = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!ext[i].len || ext[i].start >= pool->npages ||
+		    ext[i].len > pool->npages - ext[i].start)
+			return -EINVAL;
+		*npages += ext[i].len;
+	}
+	return 0;
+}
+
+static struct res_unit *unit_new(uint64_t id, unsigned n)
+{
+	struct res_unit *u;
+
+	/* n < 2^32: the size cannot overflow a 64-bit size_t */
+	u = calloc(1, sizeof(*u) + (size_t)n * sizeof(u->ext[0]));
+	if (u) {
+		u->id = id;
+		u->n = n;
+	}
+	return u;
+}
+
+HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
+			 const struct hkv_extent *ext, unsigned n)
+{
+	struct hkv_res *r;
+	struct res_unit *u;
+	unsigned lo, hi;
+	uint64_t npages;
+	int rc;
+
+	if (!pool || !ext || !n || check_extents(pool, ext, n, &npages))
+		return -EINVAL;
+	u = unit_new(unit, n);
+	if (!u)
+		return -ENOMEM;
+	memcpy(u->ext, ext, n * sizeof(*ext));
+	u->npages = npages;
+	r = pool->res;
+	pthread_mutex_lock(&r->lock);
+	if (res_find(r, unit)) {
+		rc = -EEXIST;
+		goto unlock;
+	}
+	lane_span(pool, ext, n, &lo, &hi);
+	span_lock(pool, lo, hi);
+	rc = mark_unit(pool, ext, n);
+	span_unlock(pool, lo, hi);
+	if (rc)
+		goto unlock;
+	u->home = lane_of(pool, ext[0].start);
+	hash_insert(r, u);
+	lru_make_hot(r, u);
+	u = NULL;
+unlock:
+	pthread_mutex_unlock(&r->lock);
+	free(u);
+	return rc;
+}
+
+/* look @unit up with the residency lock taken; unlocks on -ENOENT/-EINVAL */
+static int lock_unit(struct hkv_pool *pool, uint64_t unit, struct res_unit **out)
+{
+	if (!pool)
+		return -EINVAL;
+	pthread_mutex_lock(&pool->res->lock);
+	*out = res_find(pool->res, unit);
+	if (*out)
+		return 0;
+	pthread_mutex_unlock(&pool->res->lock);
+	return -ENOENT;
+}
+
+HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit)
+{
+	struct res_unit *u;
+	int rc = lock_unit(pool, unit, &u);
+
+	if (rc)
+		return rc;
+	res_lru_unlink(pool->res, u);
+	lru_make_hot(pool->res, u);
+	pthread_mutex_unlock(&pool->res->lock);
+	return 0;
+}
+
+HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
+{
+	struct res_unit *u;
+	int rc = lock_unit(pool, unit, &u);
+
+	if (rc)
+		return rc;
+	if (u->pins == UINT32_MAX) {
+		rc = -EOVERFLOW;
+	} else if (u->pins++ == 0) {
+		pool->res->pinned_units++;
+		pool->res->pinned_pages += u->npages;
+	}
+	pthread_mutex_unlock(&pool->res->lock);
+	return rc;
+}
+
+HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit)
+{
+	struct res_unit *u;
+	int rc = lock_unit(pool, unit, &u);
+
+	if (rc)
+		return rc;
+	if (!u->pins) {
+		rc = -EINVAL;
+	} else if (--u->pins == 0) {
+		pool->res->pinned_units--;
+		pool->res->pinned_pages -= u->npages;
+	}
+	pthread_mutex_unlock(&pool->res->lock);
+	return rc;
+}
+
+/* move the pages past @at of @u into @nu (sized by split_count) */
+static void split_move(struct res_unit *u, uint64_t at, struct res_unit *nu)
+{
+	uint64_t acc = 0;
+	unsigned k = 0, j = 0;
+
+	while (acc + u->ext[k].len < at)
+		acc += u->ext[k++].len;
+	if (at - acc < u->ext[k].len) {
+		nu->ext[j].start = u->ext[k].start + (at - acc);
+		nu->ext[j++].len = u->ext[k].len - (at - acc);
+	}
+	for (unsigned i = k + 1; i < u->n; i++)
+		nu->ext[j++] = u->ext[i];
+	u->ext[k].len = at - acc;
+	u->n = k + 1;
+	nu->npages = u->npages - at;
+	u->npages = at;
+}
+
+/* extents of the part of @u past @at */
+static unsigned split_count(const struct res_unit *u, uint64_t at)
+{
+	uint64_t acc = 0;
+	unsigned k = 0;
+
+	while (acc + u->ext[k].len < at)
+		acc += u->ext[k++].len;
+	return u->n - k - (at - acc == u->ext[k].len);
+}
+
+HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_page,
+			   uint64_t new_unit)
+{
+	struct res_unit *u, *nu;
+	struct hkv_res *r;
+	int rc = lock_unit(pool, unit, &u);
+
+	if (rc)
+		return rc;
+	r = pool->res;
+	if (!at_page || at_page >= u->npages) {
+		rc = -EINVAL;
+		goto unlock;
+	}
+	if (res_find(r, new_unit)) {
+		rc = -EEXIST;
+		goto unlock;
+	}
+	nu = unit_new(new_unit, split_count(u, at_page));
+	if (!nu) {
+		rc = -ENOMEM;
+		goto unlock;
+	}
+	r->unit_pages -= u->npages;	/* hash_insert adds the new half back */
+	split_move(u, at_page, nu);
+	r->unit_pages += u->npages;
+	nu->pins = u->pins;
+	nu->stamp = u->stamp;
+	nu->home = u->home;
+	if (nu->pins)
+		r->pinned_units++;
+	hash_insert(r, nu);
+	lru_insert_after(r, u, nu);
+unlock:
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags)
+{
+	struct res_unit *u;
+	int rc;
+
+	if (flags & ~HKV_UNIT_FREE)
+		return -EINVAL;
+	rc = lock_unit(pool, unit, &u);
+	if (rc)
+		return rc;
+	if (u->pins) {
+		rc = -EBUSY;
+		goto unlock;
+	}
+	if (flags & HKV_UNIT_FREE)
+		rc = res_free_pages(pool, u);
+	else
+		unmark_unit(pool, u);
+	if (!rc)
+		res_unit_drop(pool->res, u);
+unlock:
+	pthread_mutex_unlock(&pool->res->lock);
+	return rc;
+}
