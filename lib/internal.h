@@ -46,6 +46,8 @@ struct hkv_env {
 	int log_level;		/* HUGEKV_LOG, default HKV_LOG_WARN */
 };
 const struct hkv_env *env_get(void);
+void env_reload(void);	/* tests only: parse the environment again */
+int env_log_level(void);
 /* parse helpers, shared with tools' tests; return 0 or -EINVAL */
 int env_parse_backing(const char *s, int *out);
 int env_parse_uint(const char *s, unsigned long max, unsigned long *out);
@@ -118,6 +120,16 @@ uint64_t xi_usable(const struct xindex *x, uint64_t r);
 /* free page ids in order into out (room for x->free_pages); returns count */
 uint64_t xi_free_ids(const struct xindex *x, uint64_t *out);
 size_t xi_metadata_bytes(const struct xindex *x);
+
+/* ---- extent_tree.c: treap of free extents longer than nexact ----------- */
+void tree_insert(struct xindex *x, uint32_t id);
+void tree_remove(struct xindex *x, uint32_t id);
+/* smallest (len, start) with len >= n, or XI_NIL */
+uint32_t tree_lower_bound(const struct xindex *x, uint64_t n);
+/* in-order predecessor, or XI_NIL */
+uint32_t tree_prev(const struct xindex *x, uint32_t id);
+
+/* ---- extent_check.c: full invariant check ------------------------------ */
 int xi_check(const struct xindex *x);
 
 /* ---- lane.c: a lane = an extent index + its lock + counters ----------- */
@@ -145,6 +157,9 @@ unsigned lane_of(const struct hkv_pool *pool, uint64_t page);
 /* allocate from a locked lane; counts the result */
 int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigned flags,
 		      struct hkv_extent *ext, unsigned max_ext);
+/* HKV_LANE_ANY: a lane with one extent of n pages, else the emptiest */
+int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
+		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out);
 
 /* ---- pool.c: pool life cycle, option checks, alloc/free entry points --- */
 struct hkv_arena;

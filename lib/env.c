@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * env.c - HUGEKV_<OPTION> environment variables, parsed once per process.
+ * A bad value is reported and ignored, never fatal.
+ */
+#include "internal.h"
+#include <limits.h>
+#include <strings.h>
+
+static struct hkv_env env = {
+	.backing = -1, .node = -2, .prefault_threads = -1, .strict = -1,
+	.log_level = HKV_LOG_WARN,
+};
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+/**
+ * env_parse_backing() - parse a backing name
+ * @s: 1g, 2m, thp, 4k, auto or none (any case)
+ * @out: receives HKV_BACKING_*
+ *
+ * Return: 0 or -EINVAL.
+ */
+int env_parse_backing(const char *s, int *out)
+{
+	static const struct { const char *name; int backing; } names[] = {
+		{ "auto", HKV_BACKING_AUTO }, { "1g", HKV_BACKING_HUGE_1G },
+		{ "2m", HKV_BACKING_HUGE_2M }, { "thp", HKV_BACKING_THP },
+		{ "4k", HKV_BACKING_SMALL }, { "none", HKV_BACKING_NONE },
+	};
+	size_t i;
+
+	for (i = 0; i < HKV_ARRAY_SIZE(names); i++) {
+		if (!strcasecmp(s, names[i].name)) {
+			*out = names[i].backing;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/**
+ * env_parse_uint() - parse a whole decimal number
+ * @s: the text
+ * @max: largest value accepted
+ * @out: receives the value
+ *
+ * Return: 0 or -EINVAL.
+ */
+int env_parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void parse_log(const char *s)
+{
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	int i;
+
+	if (!strcasecmp(s, "quiet")) {
+		HKV_STORE(&env.log_level, -1);
+		return;
+	}
+	for (i = 0; i < 4; i++) {
+		if (!strcasecmp(s, levels[i])) {
+			HKV_STORE(&env.log_level, i);
+			return;
+		}
+	}
+	hkv_log(HKV_LOG_WARN, "HUGEKV_LOG=%s: ignored (quiet|error|warn|info|debug)", s);
+}
+
+static void env_parse(void)
+{
+	unsigned long v;
+	const char *s;
+
+	/* HUGEKV_LOG first: it governs how the others are reported */
+	if ((s = getenv("HUGEKV_LOG")))
+		parse_log(s);
+	if ((s = getenv("HUGEKV_BACKING")) && env_parse_backing(s, &env.backing)) {
+		env.backing = -1;
+		hkv_log(HKV_LOG_WARN, "HUGEKV_BACKING=%s: ignored (1g|2m|thp|4k|auto)", s);
+	}
+	if ((s = getenv("HUGEKV_NODE"))) {
+		if (!strcmp(s, "-1"))
+			env.node = -1;
+		else if (!env_parse_uint(s, 4095, &v))
+			env.node = (int)v;
+		else
+			hkv_log(HKV_LOG_WARN, "HUGEKV_NODE=%s: ignored (a node number or -1)", s);
+	}
+	if ((s = getenv("HUGEKV_PREFAULT_THREADS"))) {
+		if (!env_parse_uint(s, 4096, &v) && v > 0)
+			env.prefault_threads = (int)v;
+		else
+			hkv_log(HKV_LOG_WARN, "HUGEKV_PREFAULT_THREADS=%s: ignored (1..4096)", s);
+	}
+	if ((s = getenv("HUGEKV_STRICT"))) {
+		if (!env_parse_uint(s, 1, &v))
+			env.strict = (int)v;
+		else
+			hkv_log(HKV_LOG_WARN, "HUGEKV_STRICT=%s: ignored (0 or 1)", s);
+	}
+}
+
+/**
+ * env_get() - the parsed HUGEKV_* options
+ *
+ * Return: the options; parsed on the first call.
+ */
+const struct hkv_env *env_get(void)
+{
+	pthread_once(&env_once, env_parse);
+	return &env;
+}
+
+/**
+ * env_log_level() - the HUGEKV_LOG level, without parsing (log.c runs
+ * inside the parse too)
+ *
+ * Return: HKV_LOG_* or -1 for quiet.
+ */
+int env_log_level(void)
+{
+	return HKV_LOAD(&env.log_level);
+}
+
+/**
+ * env_reload() - parse the environment again (tests only)
+ */
+void env_reload(void)
+{
+	env_get();
+	env = (struct hkv_env){ .backing = -1, .node = -2, .prefault_threads = -1,
+				.strict = -1, .log_level = HKV_LOG_WARN };
+	env_parse();
+}

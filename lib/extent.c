@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * extent.c - the free-extent index of one page space (one lane).
+ *
+ * Free extents of length <= nexact sit in exact size bins; each bin is split
+ * into XI_REGIONS address regions so the lowest non-empty region (a 64-bit
+ * mask) gives ties to lower addresses, which keeps a large free run alive at
+ * the high end under churn. Longer extents sit in a treap keyed by
+ * (len, start): best fit is a lower bound, the largest is its maximum.
+ * Boundary tags (the node id at the first and last page of every free
+ * extent) plus one allocated bit per page make coalescing O(1).
+ *
+ * Cost: best fit O(1) in bins, O(log E) in the treap; an answer of k
+ * extents O(k log E); free O(1) + O(log E) when a large extent is involved.
+ * Nothing here walks all pages or all free extents except xi_usable() (bins
+ * plus large extents, for stats), xi_free_ids() and xi_check().
+ * Metadata: 4 bytes (tag) + 2 bits per page, 32 bytes per free extent.
+ */
+#include "internal.h"
+
+#define BIT_WORD(p)	((p) >> 6)
+#define BIT_MASK(p)	(1ull << ((p) & 63))
+
+static inline bool bit_test(const uint64_t *bits, uint64_t p)
+{
+	return bits[BIT_WORD(p)] & BIT_MASK(p);
+}
+
+/* ---- page bitmaps ------------------------------------------------------ */
+
+/* mask of bits [lo, hi) of one word, 0 <= lo < hi <= 64 */
+static inline uint64_t word_mask(unsigned lo, unsigned hi)
+{
+	uint64_t m = hi == 64 ? ~0ull : (1ull << hi) - 1;
+
+	return m & ~((1ull << lo) - 1);
+}
+
+/**
+ * xi_test_range() - test a bit range
+ * @bits: the bitmap
+ * @from: first bit
+ * @len: number of bits
+ * @all_set: true to test that all are set, false that all are clear
+ *
+ * Return: whether they are.
+ */
+bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set)
+{
+	uint64_t end = from + len;
+
+	while (from < end) {
+		unsigned lo = from & 63;
+		unsigned hi = (end - (from & ~63ull)) >= 64 ? 64 : (unsigned)(end & 63);
+		uint64_t m = word_mask(lo, hi), w = bits[BIT_WORD(from)];
+
+		if (all_set ? (w & m) != m : (w & m) != 0)
+			return false;
+		from = (from & ~63ull) + hi;
+	}
+	return true;
+}
+
+/**
+ * xi_set_range() - set or clear a bit range
+ * @bits: the bitmap
+ * @from: first bit
+ * @len: number of bits
+ * @set: true to set, false to clear
+ */
+void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set)
+{
+	uint64_t end = from + len;
+
+	while (from < end) {
+		unsigned lo = from & 63;
+		unsigned hi = (end - (from & ~63ull)) >= 64 ? 64 : (unsigned)(end & 63);
+		uint64_t m = word_mask(lo, hi);
+
+		if (set)
+			bits[BIT_WORD(from)] |= m;
+		else
+			bits[BIT_WORD(from)] &= ~m;
+		from = (from & ~63ull) + hi;
+	}
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+/**
+ * xi_reserve() - make room for more free extents
+ * @x: the index
+ * @extra: free extents that may be added before the next reserve
+ *
+ * Frees add at most one free extent per freed piece; reserving first makes
+ * xi_free() infallible, so a multi-extent free changes all or nothing.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int xi_reserve(struct xindex *x, uint32_t extra)
+{
+	uint64_t need = x->free_extents + extra;
+	struct fext *n;
+	uint64_t cap;
+
+	if (need <= x->ncap)
+		return 0;
+	cap = HKV_MAX(need, 2ull * x->ncap);
+	if (cap > UINT32_MAX - 1)
+		cap = UINT32_MAX - 1;
+	if (need > cap)
+		return -ENOMEM;
+	n = realloc(x->node, cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	x->node = n;
+	x->ncap = (uint32_t)cap;
+	return 0;
+}
+
+static uint32_t node_get(struct xindex *x)
+{
+	uint32_t id = x->free_node;
+
+	if (id != XI_NIL) {
+		x->free_node = x->node[id].next;
+		return id;
+	}
+	return x->nused++;	/* xi_reserve() made room */
+}
+
+static void node_put(struct xindex *x, uint32_t id)
+{
+	x->node[id].next = x->free_node;
+	x->free_node = id;
+}
+
+static inline void set_tags(struct xindex *x, uint32_t id)
+{
+	const struct fext *e = &x->node[id];
+
+	x->tag[e->start] = id;
+	x->tag[e->start + e->len - 1] = id;
+}
+
+/* ---- exact bins -------------------------------------------------------- */
+
+static inline uint32_t *bin_slot(struct xindex *x, uint32_t bin, uint32_t region)
+{
+	return &x->bin_head[(size_t)bin * XI_REGIONS + region];
+}
+
+static void bin_insert(struct xindex *x, uint32_t id)
+{
+	struct fext *e = &x->node[id];
+	uint32_t bin = e->len, region = e->start >> x->region_shift;
+	uint32_t *head = bin_slot(x, bin, region);
+
+	e->prio = 0;
+	e->parent = region;
+	e->prev = XI_NIL;
+	e->next = *head;
+	if (*head != XI_NIL)
+		x->node[*head].prev = id;
+	*head = id;
+	x->bin_regions[bin] |= 1ull << region;
+	x->bin_mask[bin >> 6] |= 1ull << (bin & 63);
+	x->bin_count[bin]++;
+}
+
+static void bin_remove(struct xindex *x, uint32_t id)
+{
+	struct fext *e = &x->node[id];
+	uint32_t bin = e->len, region = e->parent;
+
+	if (e->prev != XI_NIL)
+		x->node[e->prev].next = e->next;
+	else
+		*bin_slot(x, bin, region) = e->next;
+	if (e->next != XI_NIL)
+		x->node[e->next].prev = e->prev;
+	if (*bin_slot(x, bin, region) == XI_NIL) {
+		x->bin_regions[bin] &= ~(1ull << region);
+		if (!x->bin_regions[bin])
+			x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63));
+	}
+	x->bin_count[bin]--;
+}
+
+/* smallest non-empty bin >= n, or 0 */
+static uint32_t bin_first_from(const struct xindex *x, uint32_t n)
+{
+	uint32_t w = n >> 6;
+	uint64_t m;
+
+	if (n > x->nexact)
+		return 0;
+	m = x->bin_mask[w] & (~0ull << (n & 63));
+	while (!m) {
+		if (++w >= x->nbinwords)
+			return 0;
+		m = x->bin_mask[w];
+	}
+	return (w << 6) + (uint32_t)__builtin_ctzll(m);
+}
+
+/* largest non-empty bin < n (n <= nexact + 1), or 0 */
+static uint32_t bin_last_below(const struct xindex *x, uint32_t n)
+{
+	uint32_t w;
+	uint64_t m;
+
+	if (n == 0)
+		return 0;
+	n--;
+	w = n >> 6;
+	m = x->bin_mask[w] & ((n & 63) == 63 ? ~0ull : (2ull << (n & 63)) - 1);
+	while (!m) {
+		if (w-- == 0)
+			return 0;
+		m = x->bin_mask[w];
+	}
+	return (w << 6) + 63 - (uint32_t)__builtin_clzll(m);
+}
+
+/* lowest-region extent of a non-empty bin */
+static inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
+{
+	uint32_t region = (uint32_t)__builtin_ctzll(x->bin_regions[bin]);
+
+	return x->bin_head[(size_t)bin * XI_REGIONS + region];
+}
+
+/* ---- index: bins + treap ----------------------------------------------- */
+
+static void refresh_largest(struct xindex *x)
+{
+	HKV_STORE(&x->largest, x->root != XI_NIL ? x->node[x->tree_max].len
+						 : bin_last_below(x, x->nexact + 1));
+}
+
+static void idx_insert(struct xindex *x, uint32_t id)
+{
+	uint32_t len = x->node[id].len;
+
+	if (len <= x->nexact)
+		bin_insert(x, id);
+	else
+		tree_insert(x, id);
+	x->free_extents++;
+	if (len > x->largest)
+		HKV_STORE(&x->largest, len);
+}
+
+static void idx_remove(struct xindex *x, uint32_t id)
+{
+	uint32_t len = x->node[id].len;
+
+	if (len <= x->nexact)
+		bin_remove(x, id);
+	else
+		tree_remove(x, id);
+	x->free_extents--;
+	if (len == x->largest)
+		refresh_largest(x);
+}
+
+/* best fit for n pages: smallest extent >= n, lowest address; or XI_NIL */
+static uint32_t find_fit(const struct xindex *x, uint64_t n)
+{
+	uint32_t bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nexact + 1));
+
+	if (bin)
+		return bin_pick(x, bin);
+	return tree_lower_bound(x, n);
+}
+
+/* the largest free extent (ties: lowest region), or XI_NIL */
+static uint32_t find_largest(const struct xindex *x)
+{
+	uint32_t bin;
+
+	if (x->root != XI_NIL)
+		return x->tree_max;
+	bin = bin_last_below(x, x->nexact + 1);
+	return bin ? bin_pick(x, bin) : XI_NIL;
+}
+
+/* ---- init ---------------------------------------------------------------- */
+
+static bool at_barrier(const struct xindex *x, uint32_t p)
+{
+	return x->barrier && (x->base + p) % x->barrier == 0;
+}
+
+/**
+ * xi_init() - set up an index with every page free
+ * @x: the index
+ * @base: absolute page number of space page 0
+ * @npages: pages in the space, 1..XI_MAX_PAGES
+ * @barrier: extents never cross absolute multiples of this (0 = none)
+ *
+ * Return: 0, -E2BIG or -ENOMEM.
+ */
+int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
+{
+	uint64_t words = (npages + 63) / 64, nseg;
+	uint32_t p;
+
+	memset(x, 0, sizeof(*x));
+	if (!npages || npages > XI_MAX_PAGES || barrier > UINT32_MAX)
+		return -E2BIG;
+	x->base = base;
+	x->npages = (uint32_t)npages;
+	x->barrier = (uint32_t)barrier;
+	x->nexact = (uint32_t)HKV_MIN(npages, XI_MAX_EXACT);
+	while ((x->npages - 1) >> x->region_shift >= XI_REGIONS)
+		x->region_shift++;
+	x->nbinwords = (x->nexact + 1 + 63) / 64;
+	x->root = x->tree_max = x->free_node = XI_NIL;
+	x->seed = 0x9e3779b9u ^ (uint32_t)base;
+	x->allocated = calloc(words, 8);
+	x->in_unit = calloc(words, 8);
+	x->tag = malloc(npages * sizeof(*x->tag));
+	x->bin_head = malloc((size_t)(x->nexact + 1) * XI_REGIONS * sizeof(uint32_t));
+	x->bin_regions = calloc(x->nexact + 1, 8);
+	x->bin_count = calloc(x->nexact + 1, sizeof(uint32_t));
+	x->bin_mask = calloc(x->nbinwords, 8);
+	nseg = barrier ? (base + npages - 1) / barrier - base / barrier + 1 : 1;
+	if (!x->allocated || !x->in_unit || !x->tag || !x->bin_head || !x->bin_regions ||
+	    !x->bin_count || !x->bin_mask || xi_reserve(x, (uint32_t)HKV_MAX(nseg, 16))) {
+		xi_fini(x);
+		return -ENOMEM;
+	}
+	memset(x->bin_head, 0xff, (size_t)(x->nexact + 1) * XI_REGIONS * sizeof(uint32_t));
+	for (p = 0; p < x->npages;) {
+		uint32_t end = x->npages, id = node_get(x);
+
+		if (barrier)
+			end = (uint32_t)HKV_MIN((uint64_t)end,
+						((base + p) / barrier + 1) * barrier - base);
+		x->node[id].start = p;
+		x->node[id].len = end - p;
+		set_tags(x, id);
+		idx_insert(x, id);
+		p = end;
+	}
+	x->free_pages = npages;
+	return 0;
+}
+
+/**
+ * xi_fini() - free an index's memory
+ * @x: the index (may be partly initialized)
+ */
+void xi_fini(struct xindex *x)
+{
+	free(x->allocated);
+	free(x->in_unit);
+	free(x->tag);
+	free(x->node);
+	free(x->bin_head);
+	free(x->bin_regions);
+	free(x->bin_count);
+	free(x->bin_mask);
+	memset(x, 0, sizeof(*x));
+}
+
+/* ---- alloc --------------------------------------------------------------- */
+
+/* extents in the best answer for n > largest: largest-first prefix count */
+static long plan_multi(const struct xindex *x, uint64_t n)
+{
+	uint64_t sum = 0;
+	uint32_t id, bin;
+	long k = 0;
+
+	for (id = x->tree_max; id != XI_NIL; id = tree_prev(x, id)) {
+		sum += x->node[id].len;
+		k++;
+		if (sum >= n)
+			return k;
+	}
+	for (bin = bin_last_below(x, x->nexact + 1); bin; bin = bin_last_below(x, bin)) {
+		uint64_t all = (uint64_t)x->bin_count[bin] * bin;
+
+		if (sum + all >= n)
+			return k + (long)((n - sum + bin - 1) / bin);
+		sum += all;
+		k += x->bin_count[bin];
+	}
+	return -ENOMEM;	/* unreachable while free_pages >= n */
+}
+
+/**
+ * xi_plan() - how many extents the best answer for n pages takes
+ * @x: the index
+ * @n: pages wanted (> 0)
+ * @contig: only a single extent will do
+ *
+ * Return: the number of extents, or -ENOMEM; takes nothing.
+ */
+long xi_plan(const struct xindex *x, uint64_t n, bool contig)
+{
+	if (n > x->free_pages)
+		return -ENOMEM;
+	if (n <= x->largest)
+		return 1;
+	if (contig)
+		return -ENOMEM;
+	return plan_multi(x, n);
+}
+
+/* take n pages from the low end of free extent id */
+static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *out)
+{
+	struct fext *e = &x->node[id];
+	uint32_t start = e->start;
+
+	idx_remove(x, id);
+	if (e->len > n) {
+		e->start += (uint32_t)n;
+		e->len -= (uint32_t)n;
+		x->tag[e->start] = id;
+		idx_insert(x, id);
+	} else {
+		node_put(x, id);
+	}
+	xi_set_range(x->allocated, start, n, true);
+	out->start = x->base + start;
+	out->len = n;
+}
+
+/**
+ * xi_take() - take n pages as the planned number of extents
+ * @x: the index
+ * @n: pages (> 0, <= free pages)
+ * @nplan: extents, as returned by xi_plan()
+ * @ext: receives @nplan extents, largest first, best-fit remainder last
+ */
+void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
+{
+	uint64_t total = n;
+	long i;
+
+	for (i = 0; i < nplan - 1; i++) {
+		uint32_t id = find_largest(x);
+
+		n -= x->node[id].len;
+		carve(x, id, x->node[id].len, &ext[i]);
+	}
+	carve(x, find_fit(x, n), n, &ext[i]);
+	HKV_STORE(&x->free_pages, x->free_pages - total);
+}
+
+/* ---- free ---------------------------------------------------------------- */
+
+/**
+ * xi_check_allocated() - may these pages be freed?
+ * @x: the index
+ * @start: absolute first page, inside the space
+ * @len: pages, inside the space
+ *
+ * Return: 0, -EINVAL if a page is free, -EBUSY if a page is in a unit.
+ */
+int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint64_t p = start - x->base;
+
+	if (!xi_test_range(x->allocated, p, len, true))
+		return -EINVAL;
+	if (!xi_test_range(x->in_unit, p, len, false))
+		return -EBUSY;
+	return 0;
+}
+
+/**
+ * xi_mark() - set or clear allocated bits of absolute pages
+ * @x: the index
+ * @start: absolute first page
+ * @len: pages
+ * @allocated: the new state
+ */
+void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated)
+{
+	xi_set_range(x->allocated, start - x->base, len, allocated);
+}
+
+/**
+ * xi_free() - free allocated pages and coalesce with free neighbours
+ * @x: the index; xi_reserve(x, 1) done since the last free
+ * @start: absolute first page (checked by xi_check_allocated())
+ * @len: pages; must not cross a barrier
+ */
+void xi_free(struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len;
+	uint32_t id = XI_NIL, nb;
+
+	xi_set_range(x->allocated, s, len, false);
+	if (s > 0 && !at_barrier(x, s) && !bit_test(x->allocated, s - 1)) {
+		id = x->tag[s - 1];
+		idx_remove(x, id);
+		s = x->node[id].start;
+	}
+	if (e < x->npages && !at_barrier(x, e) && !bit_test(x->allocated, e)) {
+		nb = x->tag[e];
+		idx_remove(x, nb);
+		e = x->node[nb].start + x->node[nb].len;
+		if (id == XI_NIL)
+			id = nb;
+		else
+			node_put(x, nb);
+	}
+	if (id == XI_NIL)
+		id = node_get(x);
+	x->node[id].start = s;
+	x->node[id].len = e - s;
+	set_tags(x, id);
+	idx_insert(x, id);
+	HKV_STORE(&x->free_pages, x->free_pages + len);
+}
+
+/* ---- reports ------------------------------------------------------------- */
+
+/**
+ * xi_usable() - free pages usable by requests of r pages
+ * @x: the index
+ * @r: request size (> 0)
+ *
+ * Return: sum over free extents of floor(len / r) * r, in O(bins + large
+ * extents) from the bin counts.
+ */
+uint64_t xi_usable(const struct xindex *x, uint64_t r)
+{
+	uint64_t sum = 0;
+	uint32_t bin, id;
+
+	for (bin = bin_first_from(x, (uint32_t)HKV_MIN(r, (uint64_t)x->nexact + 1)); bin;
+	     bin = bin_first_from(x, bin + 1))
+		sum += (uint64_t)x->bin_count[bin] * (bin / r * r);
+	for (id = x->tree_max; id != XI_NIL; id = tree_prev(x, id))
+		sum += x->node[id].len / r * r;
+	return sum;
+}
+
+/**
+ * xi_free_ids() - list free pages in order
+ * @x: the index
+ * @out: room for x->free_pages ids
+ *
+ * Return: the number written.
+ */
+uint64_t xi_free_ids(const struct xindex *x, uint64_t *out)
+{
+	uint64_t words = ((uint64_t)x->npages + 63) / 64, n = 0, w;
+
+	for (w = 0; w < words; w++) {
+		uint64_t free = ~x->allocated[w];
+
+		if (w == words - 1 && (x->npages & 63))
+			free &= (1ull << (x->npages & 63)) - 1;
+		while (free) {
+			out[n++] = x->base + w * 64 + (uint64_t)__builtin_ctzll(free);
+			free &= free - 1;
+		}
+	}
+	return n;
+}
+
+/**
+ * xi_metadata_bytes() - bytes of bookkeeping the index holds
+ * @x: the index
+ *
+ * Return: the bytes.
+ */
+size_t xi_metadata_bytes(const struct xindex *x)
+{
+	size_t words = ((size_t)x->npages + 63) / 64;
+
+	return 2 * words * 8 + (size_t)x->npages * sizeof(*x->tag) +
+	       (size_t)x->ncap * sizeof(struct fext) +
+	       (size_t)(x->nexact + 1) * (XI_REGIONS * 4 + 8 + 4) + x->nbinwords * 8;
+}

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * extent_tree.c - treap of the free extents longer than the exact bins,
+ * keyed by (len, start). Only long extents live here (the wilderness and
+ * long free runs), so it stays small; parent links give O(1) amortized
+ * predecessor walks for largest-first answers.
+ *
+ * Node fields: prev = left child, next = right child, parent, prio (heap
+ * order, max at the root; never 0, which marks a node in an exact bin).
+ */
+#include "internal.h"
+
+#define L(x, id)	((x)->node[id].prev)
+#define R(x, id)	((x)->node[id].next)
+#define P(x, id)	((x)->node[id].parent)
+
+static inline bool key_less(const struct xindex *x, uint32_t a, uint32_t b)
+{
+	const struct fext *ea = &x->node[a], *eb = &x->node[b];
+
+	return ea->len < eb->len || (ea->len == eb->len && ea->start < eb->start);
+}
+
+static uint32_t next_prio(struct xindex *x)
+{
+	uint32_t s = x->seed;
+
+	s ^= s << 13;
+	s ^= s >> 17;
+	s ^= s << 5;
+	x->seed = s;
+	return s | 1;
+}
+
+static void replace_child(struct xindex *x, uint32_t parent, uint32_t old, uint32_t new)
+{
+	if (parent == XI_NIL)
+		x->root = new;
+	else if (L(x, parent) == old)
+		L(x, parent) = new;
+	else
+		R(x, parent) = new;
+	if (new != XI_NIL)
+		P(x, new) = parent;
+}
+
+/* rotate id above its parent */
+static void rotate_up(struct xindex *x, uint32_t id)
+{
+	uint32_t p = P(x, id), g = P(x, p), c;
+
+	if (L(x, p) == id) {
+		c = R(x, id);
+		L(x, p) = c;
+		R(x, id) = p;
+	} else {
+		c = L(x, id);
+		R(x, p) = c;
+		L(x, id) = p;
+	}
+	if (c != XI_NIL)
+		P(x, c) = p;
+	replace_child(x, g, p, id);
+	P(x, p) = id;
+}
+
+/**
+ * tree_insert() - add a free extent to the treap
+ * @x: the index
+ * @id: node with start and len set
+ */
+void tree_insert(struct xindex *x, uint32_t id)
+{
+	uint32_t cur = x->root, parent = XI_NIL;
+
+	L(x, id) = R(x, id) = XI_NIL;
+	x->node[id].prio = next_prio(x);
+	while (cur != XI_NIL) {
+		parent = cur;
+		cur = key_less(x, id, cur) ? L(x, cur) : R(x, cur);
+	}
+	P(x, id) = parent;
+	if (parent == XI_NIL)
+		x->root = id;
+	else if (key_less(x, id, parent))
+		L(x, parent) = id;
+	else
+		R(x, parent) = id;
+	while (P(x, id) != XI_NIL && x->node[P(x, id)].prio < x->node[id].prio)
+		rotate_up(x, id);
+	if (x->tree_max == XI_NIL || key_less(x, x->tree_max, id))
+		x->tree_max = id;
+	x->tree_count++;
+}
+
+/**
+ * tree_remove() - take a free extent out of the treap
+ * @x: the index
+ * @id: a node in the treap
+ */
+void tree_remove(struct xindex *x, uint32_t id)
+{
+	uint32_t c;
+
+	if (id == x->tree_max)
+		x->tree_max = tree_prev(x, id);
+	while (L(x, id) != XI_NIL && R(x, id) != XI_NIL) {
+		uint32_t l = L(x, id), r = R(x, id);
+
+		rotate_up(x, x->node[l].prio > x->node[r].prio ? l : r);
+	}
+	c = L(x, id) != XI_NIL ? L(x, id) : R(x, id);
+	replace_child(x, P(x, id), id, c);
+	x->tree_count--;
+}
+
+/**
+ * tree_lower_bound() - best fit among the long extents
+ * @x: the index
+ * @n: pages wanted
+ *
+ * Return: the node with the smallest (len, start) such that len >= n, or
+ * XI_NIL.
+ */
+uint32_t tree_lower_bound(const struct xindex *x, uint64_t n)
+{
+	uint32_t cur = x->root, best = XI_NIL;
+
+	while (cur != XI_NIL) {
+		if (x->node[cur].len >= n) {
+			best = cur;
+			cur = L(x, cur);
+		} else {
+			cur = R(x, cur);
+		}
+	}
+	return best;
+}
+
+/**
+ * tree_prev() - in-order predecessor
+ * @x: the index
+ * @id: a node in the treap
+ *
+ * Return: the next smaller node, or XI_NIL.
+ */
+uint32_t tree_prev(const struct xindex *x, uint32_t id)
+{
+	uint32_t p;
+
+	if (L(x, id) != XI_NIL) {
+		id = L(x, id);
+		while (R(x, id) != XI_NIL)
+			id = R(x, id);
+		return id;
+	}
+	for (p = P(x, id); p != XI_NIL && L(x, p) == id; p = P(x, p))
+		id = p;
+	return p;
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * lane.c - owner lanes: each lane is an extent index over its own
+ * contiguous block of pages, with its own lock and counters, so threads on
+ * different lanes never contend and extents never cross a lane.
+ */
+#include "internal.h"
+#include "trace.h"
+
+/**
+ * lane_init() - set up a lane with every page free
+ * @l: the lane
+ * @first: its first absolute page
+ * @npages: its pages
+ * @barrier: chunk size in pages that extents never cross (0 = none)
+ *
+ * Return: 0, -E2BIG or -ENOMEM.
+ */
+int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
+{
+	pthread_mutexattr_t attr;
+	int err;
+
+	memset(l, 0, sizeof(*l));
+	err = xi_init(&l->xi, first, npages, barrier);
+	if (err)
+		return err;
+	l->first = first;
+	l->npages = npages;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&l->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	return 0;
+}
+
+/**
+ * lane_fini() - free a lane's index
+ * @l: the lane
+ */
+void lane_fini(struct lane *l)
+{
+	pthread_mutex_destroy(&l->lock);
+	xi_fini(&l->xi);
+}
+
+void lane_lock(struct lane *l)
+{
+	pthread_mutex_lock(&l->lock);
+}
+
+void lane_unlock(struct lane *l)
+{
+	pthread_mutex_unlock(&l->lock);
+}
+
+/**
+ * lane_of() - the lane that owns a page
+ * @pool: the pool
+ * @page: an absolute page < npages
+ *
+ * Lanes are nlanes near-equal blocks: the first npages % nlanes lanes hold
+ * one page more.
+ *
+ * Return: the lane number.
+ */
+unsigned lane_of(const struct hkv_pool *pool, uint64_t page)
+{
+	uint64_t q, rem, big;
+
+	if (pool->nlanes == 1)
+		return 0;
+	q = pool->npages / pool->nlanes;
+	rem = pool->npages % pool->nlanes;
+	big = rem * (q + 1);
+	if (page < big)
+		return (unsigned)(page / (q + 1));
+	return (unsigned)(rem + (page - big) / q);
+}
+
+/**
+ * lane_alloc_locked() - allocate from a locked lane and count the result
+ * @pool: the pool
+ * @l: the lane, locked
+ * @n: pages (> 0)
+ * @flags: HKV_ALLOC_CONTIG or 0
+ * @ext: receives the extents
+ * @max_ext: room in @ext
+ *
+ * Return: extents, -ENOMEM or -ENOSPC (nothing taken).
+ */
+int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigned flags,
+		      struct hkv_extent *ext, unsigned max_ext)
+{
+	long k = xi_plan(&l->xi, n, flags & HKV_ALLOC_CONTIG);
+
+	if (k > (long)max_ext)
+		k = -ENOSPC;
+	if (k < 0) {
+		l->c.alloc_failures++;
+		return (int)k;
+	}
+	xi_take(&l->xi, n, k, ext);
+	l->c.allocs++;
+	l->c.extents_returned += (uint64_t)k;
+	l->c.multi_extent_allocs += k > 1;
+	l->c.pages_allocated += n;
+	l->gen++;
+	trace_frag(pool, l, (unsigned)(l - pool->lanes));
+	return (int)k;
+}
+
+static __thread unsigned lane_hint;
+
+/**
+ * lane_alloc_any() - allocate from whichever lane can answer best
+ * @pool: the pool
+ * @n: pages (> 0)
+ * @flags: HKV_ALLOC_CONTIG or 0
+ * @ext: receives the extents
+ * @max_ext: room in @ext
+ * @lane_out: receives the lane used
+ *
+ * Prefers a lane that has one extent of @n pages, starting from this
+ * thread's last lane (threads spread out and stay put); else the lane with
+ * the most free pages. O(nlanes) relaxed reads, one lock taken per try.
+ *
+ * Return: extents, -ENOMEM or -ENOSPC.
+ */
+int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
+		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out)
+{
+	unsigned i, start = lane_hint % pool->nlanes, best = start;
+	uint64_t most = 0;
+	int ret;
+
+	for (i = 0; i < pool->nlanes; i++) {
+		unsigned ln = (start + i) % pool->nlanes;
+		struct lane *l = &pool->lanes[ln];
+		uint64_t avail = HKV_LOAD(&l->xi.free_pages);
+
+		if (avail > most) {
+			most = avail;
+			best = ln;
+		}
+		if (HKV_LOAD(&l->xi.largest) < n)
+			continue;
+		lane_lock(l);
+		ret = l->xi.largest >= n ? lane_alloc_locked(pool, l, n, flags, ext, max_ext)
+					 : -ENOMEM;
+		lane_unlock(l);
+		if (ret != -ENOMEM) {
+			lane_hint = *lane_out = ln;
+			return ret;
+		}
+	}
+	*lane_out = best;
+	lane_lock(&pool->lanes[best]);
+	ret = lane_alloc_locked(pool, &pool->lanes[best], n, flags, ext, max_ext);
+	lane_unlock(&pool->lanes[best]);
+	if (ret >= 0)
+		lane_hint = best;
+	return ret;
+}

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * multi.c - the calls that may span lanes and must change all or nothing:
+ * hkv_alloc_lanes() and hkv_free(). Lanes are always locked in ascending
+ * order; a free is validated completely before anything is changed.
+ */
+#include "internal.h"
+#include "trace.h"
+
+/* pages from start that stay in one lane and one chunk, and that lane */
+static uint64_t piece_len(const struct hkv_pool *pool, uint64_t start, uint64_t end,
+			  unsigned *lane)
+{
+	const struct lane *l = &pool->lanes[*lane = lane_of(pool, start)];
+	uint64_t lim = l->first + l->npages;
+
+	if (pool->chunk_pages)
+		lim = HKV_MIN(lim, (start / pool->chunk_pages + 1) * pool->chunk_pages);
+	return HKV_MIN(end, lim) - start;
+}
+
+#define for_each_piece(pool, e, s, len, ln)				\
+	for (s = (e)->start; s < (e)->start + (e)->len &&		\
+	     ((len = piece_len(pool, s, (e)->start + (e)->len, &ln)), 1); s += len)
+
+static void lock_range(struct hkv_pool *pool, unsigned lo, unsigned hi)
+{
+	unsigned i;
+
+	for (i = lo; i <= hi; i++)
+		lane_lock(&pool->lanes[i]);
+}
+
+static void unlock_range(struct hkv_pool *pool, unsigned lo, unsigned hi)
+{
+	unsigned i;
+
+	for (i = lo; i <= hi; i++)
+		lane_unlock(&pool->lanes[i]);
+}
+
+/* range checks; lanes spanned and pieces (lane and chunk splits) counted */
+static int free_validate(const struct hkv_pool *pool, const struct hkv_extent *ext,
+			 unsigned n, unsigned *lo, unsigned *hi, uint64_t *pieces)
+{
+	uint64_t s, len;
+	unsigned i, ln;
+
+	*lo = pool->nlanes;
+	*hi = 0;
+	*pieces = 0;
+	for (i = 0; i < n; i++) {
+		if (!ext[i].len || ext[i].start >= pool->npages ||
+		    ext[i].len > pool->npages - ext[i].start)
+			return -EINVAL;
+		for_each_piece(pool, &ext[i], s, len, ln) {
+			*lo = HKV_MIN(*lo, ln);
+			*hi = HKV_MAX(*hi, ln);
+			(*pieces)++;
+		}
+	}
+	return *pieces > UINT32_MAX ? -EINVAL : 0;
+}
+
+/* mark the first n extents free (tentatively) or allocated again */
+static void mark_extents(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
+			 bool allocated)
+{
+	uint64_t s, len;
+	unsigned i, ln;
+
+	for (i = 0; i < n; i++)
+		for_each_piece(pool, &ext[i], s, len, ln)
+			xi_mark(&pool->lanes[ln].xi, s, len, allocated);
+}
+
+/* every page allocated, outside units, and named once; changes nothing */
+static int free_check(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
+{
+	uint64_t s, len;
+	unsigned i, ln;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		for_each_piece(pool, &ext[i], s, len, ln) {
+			err = xi_check_allocated(&pool->lanes[ln].xi, s, len);
+			if (err)
+				break;
+		}
+		if (!err)	/* a page named twice then fails the check */
+			mark_extents(pool, &ext[i], 1, false);
+	}
+	mark_extents(pool, ext, err ? i - 1 : n, true);
+	return err;
+}
+
+/**
+ * hkv_free() - free every page of some extents, all or nothing
+ * @pool: the pool
+ * @ext: extents
+ * @n: number of extents
+ *
+ * Return: 0, -EINVAL, -EBUSY, or -ENOMEM (bookkeeping could not grow).
+ */
+HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
+{
+	uint64_t s, len, pieces = 0, pages = 0;
+	unsigned i, ln, lo = 0, hi = 0;
+	int ret;
+
+	if (!pool || (!ext && n)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = n ? free_validate(pool, ext, n, &lo, &hi, &pieces) : 0;
+	if (ret || !n)
+		goto out;
+	lock_range(pool, lo, hi);
+	for (i = lo; i <= hi && !ret; i++)
+		ret = xi_reserve(&pool->lanes[i].xi, (uint32_t)pieces);
+	if (!ret)
+		ret = free_check(pool, ext, n);
+	if (ret)
+		goto unlock;
+	for (i = 0; i < n; i++) {
+		for_each_piece(pool, &ext[i], s, len, ln) {
+			xi_free(&pool->lanes[ln].xi, s, len);
+			pool->lanes[ln].c.pages_freed += len;
+		}
+		pages += ext[i].len;
+	}
+	pool->lanes[lo].c.frees++;
+	for (i = lo; i <= hi; i++) {
+		pool->lanes[i].gen++;
+		trace_frag(pool, &pool->lanes[i], i);
+	}
+unlock:
+	unlock_range(pool, lo, hi);
+out:
+	hkv_probe_free(pool ? pool->id : 0, (int)lo, pages, n, ret);
+	return ret;
+}
+
+/* lanes with a non-zero count: first and last, and the total */
+static int lanes_validate(const struct hkv_pool *pool, const uint64_t *count,
+			  unsigned *lo, unsigned *hi, uint64_t *total)
+{
+	unsigned i;
+
+	*lo = pool->nlanes;
+	*hi = 0;
+	*total = 0;
+	for (i = 0; i < pool->nlanes; i++) {
+		if (!count[i])
+			continue;
+		if (count[i] > pool->npages - *total)
+			return -ENOMEM;
+		*total += count[i];
+		*lo = HKV_MIN(*lo, i);
+		*hi = i;
+	}
+	return *total ? 0 : -EINVAL;
+}
+
+/* plan every lane; the extents needed in all, or -ENOMEM */
+static long lanes_plan(struct hkv_pool *pool, const uint64_t *count, unsigned lo,
+		       unsigned hi, unsigned flags)
+{
+	long k, sum = 0;
+	unsigned i;
+
+	for (i = lo; i <= hi; i++) {
+		if (!count[i])
+			continue;
+		k = xi_plan(&pool->lanes[i].xi, count[i], flags & HKV_ALLOC_CONTIG);
+		if (k < 0)
+			return k;
+		sum += k;
+	}
+	return sum;
+}
+
+/**
+ * hkv_alloc_lanes() - allocate from several lanes at once, all or nothing
+ * @pool: the pool
+ * @count: count[i] pages from lane i
+ * @flags: as for hkv_alloc()
+ * @ext: receives the extents, lane by lane
+ * @max_ext: room in @ext
+ *
+ * Return: total extents, or -ENOMEM, -ENOSPC, -EINVAL.
+ */
+HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
+			    unsigned flags, struct hkv_extent *ext, unsigned max_ext)
+{
+	unsigned i, lo = 0, hi = 0, got = 0;
+	uint64_t total = 0, largest = 0;
+	long need;
+	int ret;
+
+	if (!pool || !count || !ext || (flags & ~(HKV_ALLOC_CONTIG | HKV_ALLOC_EVICT))) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = lanes_validate(pool, count, &lo, &hi, &total);
+	if (ret)
+		goto out;
+	for (i = lo; (flags & HKV_ALLOC_EVICT) && i <= hi; i++)
+		if (count[i])
+			res_make_room(pool, i, count[i]);
+	lock_range(pool, lo, hi);
+	need = lanes_plan(pool, count, lo, hi, flags);
+	if (need > (long)max_ext)
+		need = -ENOSPC;
+	if (need < 0) {
+		pool->lanes[lo].c.alloc_failures++;
+		ret = (int)need;
+		goto unlock;
+	}
+	for (i = lo; i <= hi; i++) {
+		if (count[i])
+			got += (unsigned)lane_alloc_locked(pool, &pool->lanes[i], count[i], flags,
+							   ext + got, max_ext - got);
+	}
+	for (i = 0; i < got; i++)
+		largest = HKV_MAX(largest, ext[i].len);
+	ret = (int)got;
+unlock:
+	unlock_range(pool, lo, hi);
+out:
+	hkv_probe_alloc(pool ? pool->id : 0, -1, total, ret, ret > 0 ? ext[0].start : 0, largest);
+	return ret;
+}

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pool.c - pool life cycle and the allocation entry points: option checks,
+ * HUGEKV_* overrides, lanes, and the all-or-nothing multi-extent free.
+ */
+#include "internal.h"
+#include "trace.h"
+
+static uint64_t pool_ids;
+
+static int check_opts(const struct hkv_pool_opts *o)
+{
+	unsigned known = HKV_POOL_STRICT | HKV_POOL_NO_PREFAULT;
+
+	if (!o->npages || o->nlanes > o->npages || (o->flags & ~known) ||
+	    o->backing < HKV_BACKING_AUTO || o->backing > HKV_BACKING_NONE ||
+	    o->numa_node < -1 || o->evict_window > 1024)
+		return -EINVAL;
+	if (!o->page_bytes && o->backing != HKV_BACKING_AUTO && o->backing != HKV_BACKING_NONE)
+		return -EINVAL;		/* index-only pools hold no memory */
+	if (o->page_bytes && (o->backing == HKV_BACKING_NONE ||
+			      o->npages > UINT64_MAX / o->page_bytes))
+		return -EINVAL;
+	if (o->chunk_bytes && (!o->page_bytes || o->chunk_bytes < o->page_bytes))
+		return -EINVAL;
+	/* written so that NaN fails too */
+	if (!(o->free_room_low >= 0 && o->free_room_low <= o->free_room_high &&
+	      o->free_room_high <= 1) && !(o->free_room_low == 0 && o->free_room_high == 0))
+		return -EINVAL;
+	if ((o->npages + o->nlanes - 1) / o->nlanes > XI_MAX_PAGES)
+		return -E2BIG;
+	return 0;
+}
+
+/* HUGEKV_* variables override memory options; each override is logged */
+static void apply_env(struct hkv_pool_opts *o)
+{
+	const struct hkv_env *e = env_get();
+
+	if (!o->page_bytes)
+		return;
+	if (e->backing >= 0 && e->backing != HKV_BACKING_NONE && e->backing != o->backing) {
+		hkv_log(HKV_LOG_INFO, "HUGEKV_BACKING overrides backing %d -> %d", o->backing,
+			e->backing);
+		o->backing = e->backing;
+	}
+	if (e->node >= -1 && e->node != o->numa_node) {
+		hkv_log(HKV_LOG_INFO, "HUGEKV_NODE overrides node %d -> %d", o->numa_node, e->node);
+		o->numa_node = e->node;
+	}
+	if (e->prefault_threads > 0)
+		o->prefault_threads = (unsigned)e->prefault_threads;
+	if (e->strict == 1)
+		o->flags |= HKV_POOL_STRICT;
+	else if (e->strict == 0)
+		o->flags &= ~HKV_POOL_STRICT;
+}
+
+static int lanes_create(struct hkv_pool *pool)
+{
+	uint64_t q = pool->npages / pool->nlanes, rem = pool->npages % pool->nlanes;
+	uint64_t first = 0;
+	unsigned i;
+	int err;
+
+	pool->lanes = aligned_alloc(64, sizeof(struct lane) * pool->nlanes);
+	if (!pool->lanes)
+		return -ENOMEM;
+	for (i = 0; i < pool->nlanes; i++) {
+		uint64_t n = q + (i < rem);
+
+		err = lane_init(&pool->lanes[i], first, n, pool->chunk_pages);
+		if (err)
+			goto undo_lanes;
+		first += n;
+	}
+	return 0;
+
+undo_lanes:
+	while (i--)
+		lane_fini(&pool->lanes[i]);
+	free(pool->lanes);
+	pool->lanes = NULL;
+	return err;
+}
+
+static void lanes_destroy(struct hkv_pool *pool)
+{
+	unsigned i;
+
+	for (i = 0; i < pool->nlanes; i++)
+		lane_fini(&pool->lanes[i]);
+	free(pool->lanes);
+}
+
+/**
+ * hkv_pool_create() - create a pool
+ * @opts: options; @opts->sz must be set
+ * @out: receives the pool
+ *
+ * Return: 0 or -errno; a failed create gives back everything it took.
+ */
+HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **out)
+{
+	struct hkv_pool *pool;
+	int err;
+
+	if (!opts || !out || opts->sz < HKV_OPTS_SZ0)
+		return -EINVAL;
+	pool = calloc(1, sizeof(*pool));
+	if (!pool)
+		return -ENOMEM;
+	memcpy(&pool->opts, opts, HKV_MIN(opts->sz, sizeof(pool->opts)));
+	pool->opts.sz = sizeof(pool->opts);
+	if (!pool->opts.nlanes)
+		pool->opts.nlanes = 1;
+	err = check_opts(&pool->opts);
+	if (err)
+		goto free_pool;
+	if (!pool->opts.page_bytes)
+		pool->opts.backing = HKV_BACKING_NONE;
+	apply_env(&pool->opts);
+	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
+	pool->npages = pool->opts.npages;
+	pool->page_bytes = pool->opts.page_bytes;
+	pool->nlanes = pool->opts.nlanes;
+	pool->chunk_pages = pool->page_bytes ? pool->opts.chunk_bytes / pool->page_bytes : 0;
+	if (pool->page_bytes) {
+		err = arena_create(pool, &pool->arena);
+		if (err)
+			goto free_pool;
+	}
+	err = lanes_create(pool);
+	if (err)
+		goto destroy_arena;
+	err = res_create(pool);
+	if (err)
+		goto destroy_lanes;
+	pthread_mutex_init(&pool->slots_lock, NULL);
+	*out = pool;
+	return 0;
+
+destroy_lanes:
+	lanes_destroy(pool);
+destroy_arena:
+	if (pool->arena)
+		arena_destroy(pool->arena);
+free_pool:
+	free(pool);
+	return err;
+}
+
+/**
+ * hkv_pool_destroy() - destroy a pool and unmap its arena
+ * @pool: the pool, or NULL
+ */
+HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
+{
+	if (!pool)
+		return;
+	res_destroy(pool);
+	compat_fini(pool);
+	pthread_mutex_destroy(&pool->slots_lock);
+	lanes_destroy(pool);
+	if (pool->arena)
+		arena_destroy(pool->arena);
+	free(pool);
+}
+
+/**
+ * hkv_pool_id() - the pool's id, as carried by trace probes
+ * @pool: the pool
+ *
+ * Return: the id (0 for NULL).
+ */
+HKV_API uint64_t hkv_pool_id(const struct hkv_pool *pool)
+{
+	return pool ? pool->id : 0;
+}
+
+/**
+ * hkv_alloc() - allocate pages as extents
+ * @pool: the pool
+ * @npages: pages wanted
+ * @lane: lane, or HKV_LANE_ANY
+ * @flags: HKV_ALLOC_CONTIG, HKV_ALLOC_EVICT
+ * @ext: receives the extents
+ * @max_ext: room in @ext
+ *
+ * Return: extents, or -ENOMEM, -ENOSPC, -EINVAL.
+ */
+HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
+		      unsigned flags, struct hkv_extent *ext, unsigned max_ext)
+{
+	unsigned used = lane;
+	int ret;
+
+	if (unlikely(!pool || !npages || !ext || (flags & ~(HKV_ALLOC_CONTIG | HKV_ALLOC_EVICT)) ||
+		     (lane >= pool->nlanes && lane != HKV_LANE_ANY))) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (flags & HKV_ALLOC_EVICT)
+		res_make_room(pool, lane, npages);
+	if (lane == HKV_LANE_ANY) {
+		ret = lane_alloc_any(pool, npages, flags, ext, max_ext, &used);
+	} else {
+		lane_lock(&pool->lanes[lane]);
+		ret = lane_alloc_locked(pool, &pool->lanes[lane], npages, flags, ext, max_ext);
+		lane_unlock(&pool->lanes[lane]);
+	}
+out:
+	hkv_probe_alloc(pool ? pool->id : 0, (int)used, npages, ret,
+			ret > 0 ? ext[0].start : 0, ret > 0 ? ext[0].len : 0);
+	return ret;
+}
+
+/**
+ * hkv_lane_range() - the contiguous block of pages a lane owns
+ * @pool: the pool
+ * @lane: lane number
+ * @out: receives the block
+ *
+ * Return: 0 or -EINVAL.
+ */
+HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane, struct hkv_extent *out)
+{
+	if (!pool || !out || lane >= pool->nlanes)
+		return -EINVAL;
+	out->start = pool->lanes[lane].first;
+	out->len = pool->lanes[lane].npages;
+	return 0;
+}
+
+/**
+ * hkv_available() - free pages in the pool
+ * @pool: the pool
+ *
+ * Return: free pages; O(nlanes) relaxed reads, no lock.
+ */
+HKV_API uint64_t hkv_available(const struct hkv_pool *pool)
+{
+	uint64_t sum = 0;
+	unsigned i;
+
+	if (!pool)
+		return 0;
+	for (i = 0; i < pool->nlanes; i++)
+		sum += HKV_LOAD(&pool->lanes[i].xi.free_pages);
+	return sum;
+}
+
+/**
+ * hkv_page_ptr() - address of a KV page
+ * @pool: the pool
+ * @page: page number
+ *
+ * Return: the address, or NULL (index-only pool, bad page).
+ */
+HKV_API void *hkv_page_ptr(const struct hkv_pool *pool, uint64_t page)
+{
+	if (!pool || !pool->base || page >= pool->npages)
+		return NULL;
+	return pool->base + page * pool->page_bytes;
+}
+
+/**
+ * hkv_regions() - the pool's memory regions
+ * @pool: the pool
+ * @r: receives up to @max regions
+ * @max: room in @r
+ *
+ * Return: the number of regions (0 for index-only pools), or -EINVAL.
+ */
+HKV_API int hkv_regions(const struct hkv_pool *pool, struct hkv_region *r, unsigned max)
+{
+	if (!pool || (!r && max))
+		return -EINVAL;
+	return pool->arena ? arena_regions(pool->arena, r, max) : 0;
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * stats_print.c - hkv_stats_print(): a text table for people, one JSON
+ * object for programs. Both come from the same list of fields.
+ */
+#include "internal.h"
+#include <stdio.h>
+
+enum kind { U64, UINT, INT, DBL };
+
+struct field {
+	const char *name;
+	enum kind kind;
+	size_t off;
+};
+
+#define F(kind, name) { #name, kind, offsetof(struct hkv_stats, name) }
+
+static const struct field fields[] = {
+	F(U64, npages), F(U64, page_bytes), F(UINT, nlanes),
+	F(U64, free_pages), F(U64, free_extents), F(U64, largest_free_extent),
+	F(U64, units), F(U64, unit_pages), F(U64, pinned_units), F(U64, pinned_pages),
+	F(U64, allocs), F(U64, alloc_failures), F(U64, frees), F(U64, extents_returned),
+	F(U64, multi_extent_allocs), F(U64, pages_allocated), F(U64, pages_freed),
+	F(U64, evictions), F(U64, evicted_pages), F(U64, eviction_runs),
+	F(U64, evict_failures), F(DBL, extents_per_alloc), F(DBL, multi_extent_share),
+	F(INT, backing), F(INT, backing_wanted), F(INT, numa_node),
+	F(UINT, prefault_threads), F(UINT, flags), F(U64, arena_bytes),
+	F(U64, arena_round_up_bytes), F(U64, prefault_ns), F(DBL, prefault_gbps),
+	F(U64, misplaced_pages), F(UINT, fallbacks), F(U64, metadata_bytes),
+	F(UINT, nregions),
+};
+
+static void print_value(FILE *f, const struct hkv_stats *st, const struct field *fd)
+{
+	const char *p = (const char *)st + fd->off;
+
+	switch (fd->kind) {
+	case U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+	case UINT: fprintf(f, "%u", *(const unsigned *)p); break;
+	case INT: fprintf(f, "%d", *(const int *)p); break;
+	case DBL: fprintf(f, "%.4f", *(const double *)p); break;
+	}
+}
+
+static void print_json(FILE *f, const struct hkv_stats *st, uint64_t id)
+{
+	unsigned i, nl = HKV_MIN(st->nlanes, (unsigned)HKV_STATS_LANES);
+
+	fprintf(f, "{\"pool\": %llu", (unsigned long long)id);
+	for (i = 0; i < HKV_ARRAY_SIZE(fields); i++) {
+		fprintf(f, ", \"%s\": ", fields[i].name);
+		print_value(f, st, &fields[i]);
+	}
+	fprintf(f, ", \"ufi\": {");
+	for (i = 0; i < HKV_UFI_SIZES; i++)
+		fprintf(f, "%s\"%llu\": %.4f", i ? ", " : "", (unsigned long long)st->ufi_size[i],
+			st->ufi[i]);
+	fprintf(f, "}, \"lanes\": [");
+	for (i = 0; i < nl; i++)
+		fprintf(f, "%s{\"free_pages\": %llu, \"free_extents\": %llu, \"largest_free_extent\": %llu}",
+			i ? ", " : "", (unsigned long long)st->lane_free_pages[i],
+			(unsigned long long)st->lane_free_extents[i],
+			(unsigned long long)st->lane_largest_free_extent[i]);
+	fprintf(f, "], \"regions\": [");
+	for (i = 0; i < HKV_MIN(st->nregions, (unsigned)HKV_STATS_REGIONS); i++) {
+		const struct hkv_region_stats *r = &st->region[i];
+
+		fprintf(f, "%s{\"node\": %d, \"hugepage_bytes\": %llu, \"wanted_bytes\": %llu, "
+			"\"bytes\": %llu, \"prefault_ns\": %llu, \"misplaced_pages\": %llu, "
+			"\"flags\": %u, \"fallback_errno\": %d}", i ? ", " : "", r->node,
+			(unsigned long long)r->hugepage_bytes, (unsigned long long)r->wanted_bytes,
+			(unsigned long long)r->bytes, (unsigned long long)r->prefault_ns,
+			(unsigned long long)r->misplaced_pages, r->flags, r->fallback_errno);
+	}
+	fprintf(f, "]}\n");
+}
+
+static void print_text(FILE *f, const struct hkv_stats *st, uint64_t id)
+{
+	unsigned i;
+
+	fprintf(f, "hugekv pool %llu\n", (unsigned long long)id);
+	for (i = 0; i < HKV_ARRAY_SIZE(fields); i++) {
+		fprintf(f, "  %-24s ", fields[i].name);
+		print_value(f, st, &fields[i]);
+		fputc('\n', f);
+	}
+	for (i = 0; i < HKV_UFI_SIZES; i++)
+		fprintf(f, "  ufi(%-3llu)%-15s %.4f\n", (unsigned long long)st->ufi_size[i], "",
+			st->ufi[i]);
+	for (i = 0; i < HKV_MIN(st->nlanes, (unsigned)HKV_STATS_LANES); i++)
+		fprintf(f, "  lane %-3u free %llu pages in %llu extents, largest %llu\n", i,
+			(unsigned long long)st->lane_free_pages[i],
+			(unsigned long long)st->lane_free_extents[i],
+			(unsigned long long)st->lane_largest_free_extent[i]);
+	for (i = 0; i < HKV_MIN(st->nregions, (unsigned)HKV_STATS_REGIONS); i++)
+		fprintf(f, "  region %-2u node %d, %llu bytes on %llu-byte pages (wanted %llu)%s\n",
+			i, st->region[i].node, (unsigned long long)st->region[i].bytes,
+			(unsigned long long)st->region[i].hugepage_bytes,
+			(unsigned long long)st->region[i].wanted_bytes,
+			st->region[i].flags & HKV_REGION_FALLBACK ? ", FALLBACK" : "");
+}
+
+/**
+ * hkv_stats_print() - print a pool's stats
+ * @pool: the pool
+ * @f: where to print
+ * @flags: 0 = text, HKV_PRINT_JSON = JSON
+ *
+ * Return: 0, -EINVAL, or -EIO.
+ */
+HKV_API int hkv_stats_print(const struct hkv_pool *pool, FILE *f, unsigned flags)
+{
+	struct hkv_stats *st;
+	int err;
+
+	if (!pool || !f || (flags & ~HKV_PRINT_JSON))
+		return -EINVAL;
+	st = calloc(1, sizeof(*st));	/* large: keep it off small stacks */
+	if (!st)
+		return -ENOMEM;
+	st->sz = sizeof(*st);
+	err = hkv_stats(pool, st);
+	if (!err) {
+		if (flags & HKV_PRINT_JSON)
+			print_json(f, st, pool->id);
+		else
+			print_text(f, st, pool->id);
+		err = ferror(f) ? -EIO : 0;
+	}
+	free(st);
+	return err;
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_extent.c - the free-extent index (lib/extent*.c) on its own: best
+ * fit, ties to lower addresses, carving from the low end, fewest extents,
+ * coalescing, chunk barriers, the treap of long extents.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+static long take(struct xindex *x, uint64_t n, struct hkv_extent *ext)
+{
+	long k = xi_plan(x, n, false);
+
+	if (k > 0)
+		xi_take(x, n, k, ext);
+	return k;
+}
+
+static void put(struct xindex *x, uint64_t start, uint64_t len)
+{
+	assert_int_equal(xi_check_allocated(x, start, len), 0);
+	assert_int_equal(xi_reserve(x, 1), 0);
+	xi_free(x, start, len);
+	assert_int_equal(xi_check(x), 0);
+}
+
+static void test_init(void **state)
+{
+	struct xindex x;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 100, 5000, 0), 0);
+	assert_int_equal(x.free_pages, 5000);
+	assert_int_equal(x.free_extents, 1);
+	assert_int_equal(x.largest, 5000);
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+	assert_int_equal(xi_init(&x, 0, 0, 0), -E2BIG);
+	assert_int_equal(xi_init(&x, 0, (uint64_t)UINT32_MAX + 5, 0), -E2BIG);
+}
+
+static void test_carve_front_and_coalesce(void **state)
+{
+	struct hkv_extent e[4], a, b, c;
+	struct xindex x;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 1000, 64, 0), 0);
+	assert_int_equal(take(&x, 10, e), 1);
+	a = e[0];
+	assert_int_equal(a.start, 1000);	/* low end of the space */
+	assert_int_equal(take(&x, 10, e), 1);
+	b = e[0];
+	assert_int_equal(b.start, 1010);
+	assert_int_equal(take(&x, 10, e), 1);
+	c = e[0];
+	assert_int_equal(x.free_extents, 1);
+	put(&x, a.start, a.len);
+	put(&x, c.start, c.len);		/* merges with the tail run */
+	assert_int_equal(x.free_extents, 2);
+	assert_int_equal(x.largest, 44);
+	put(&x, b.start, b.len);		/* merges both sides */
+	assert_int_equal(x.free_extents, 1);
+	assert_int_equal(x.largest, 64);
+	assert_int_equal(x.free_pages, 64);
+	xi_fini(&x);
+}
+
+/* holes of 3, 5, 5, 8 pages: best fit takes the smallest that fits */
+static void test_best_fit(void **state)
+{
+	static const uint32_t holes[] = { 8, 5, 3, 5 };
+	struct hkv_extent e[8], hole[4];
+	struct xindex x;
+	uint64_t p = 0;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 256, 0), 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(take(&x, holes[i], e), 1);
+		hole[i] = e[0];
+		assert_int_equal(take(&x, 1, e), 1);	/* a separator */
+		p += holes[i] + 1;
+	}
+	for (i = 0; i < 4; i++)
+		put(&x, hole[i].start, hole[i].len);
+	assert_int_equal(take(&x, 4, e), 1);
+	assert_int_equal(e[0].start, hole[1].start);	/* a 5, the lower one */
+	assert_int_equal(take(&x, 4, e), 1);
+	assert_int_equal(e[0].start, hole[3].start);	/* the other 5 */
+	assert_int_equal(take(&x, 3, e), 1);
+	assert_int_equal(e[0].start, hole[2].start);	/* exactly 3 */
+	assert_int_equal(take(&x, 7, e), 1);
+	assert_int_equal(e[0].start, hole[0].start);	/* the 8 */
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
+/* no run is long enough: whole runs largest first plus a best-fit rest */
+static void test_fewest_extents(void **state)
+{
+	struct hkv_extent e[16];
+	struct xindex x;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 100, 0), 0);
+	/* free runs of 10, 20, 30, 4 separated by single allocated pages */
+	assert_int_equal(take(&x, 100, e), 1);
+	put(&x, 0, 10);
+	put(&x, 11, 20);
+	put(&x, 32, 30);
+	put(&x, 63, 4);
+	assert_int_equal(xi_plan(&x, 31, true), -ENOMEM);
+	assert_int_equal(xi_plan(&x, 65, false), -ENOMEM);
+	assert_int_equal(xi_plan(&x, 64, false), 4);
+	assert_int_equal(xi_plan(&x, 35, false), 2);
+	assert_int_equal(take(&x, 35, e), 2);
+	assert_int_equal(e[0].start, 32);	/* the 30 */
+	assert_int_equal(e[0].len, 30);
+	assert_int_equal(e[1].start, 0);	/* 5 more: best fit is the 10 */
+	assert_int_equal(e[1].len, 5);
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
+static void test_fewest_remainder_best_fit(void **state)
+{
+	struct hkv_extent e[4];
+	struct xindex x;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 100, 0), 0);
+	assert_int_equal(take(&x, 100, e), 1);
+	put(&x, 0, 10);
+	put(&x, 11, 20);
+	put(&x, 32, 30);
+	put(&x, 63, 4);
+	/* 33 = the 30 + 3, and the best fit for 3 is the run of 4 */
+	assert_int_equal(take(&x, 33, e), 2);
+	assert_int_equal(e[0].start, 32);
+	assert_int_equal(e[1].start, 63);
+	assert_int_equal(e[1].len, 3);
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
+/* extents never cross a barrier (registration chunk), and never merge */
+static void test_barrier(void **state)
+{
+	struct hkv_extent e[8];
+	struct xindex x;
+
+	(void)state;
+	/* space [10, 110) with barriers at multiples of 32: 10-31, 32-63, ... */
+	assert_int_equal(xi_init(&x, 10, 100, 32), 0);
+	assert_int_equal(x.free_extents, 4);
+	assert_int_equal(x.largest, 32);
+	assert_int_equal(xi_plan(&x, 33, true), -ENOMEM);
+	assert_int_equal(take(&x, 40, e), 2);
+	assert_true(e[0].start % 32 == 0 && e[0].len == 32);
+	assert_int_equal(xi_check(&x), 0);
+	put(&x, e[0].start, e[0].len);
+	put(&x, e[1].start, e[1].len);
+	assert_int_equal(x.free_extents, 4);	/* no merge across 32, 64, 96 */
+	xi_fini(&x);
+}
+
+/* long extents live in the treap: best fit and largest-first through it */
+static void test_treap(void **state)
+{
+	struct hkv_extent e[64], runs[40];
+	struct xindex x;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 200000, 0), 0);
+	for (i = 0; i < 40; i++) {	/* runs of 1100 + 37 * i, separated */
+		assert_int_equal(take(&x, 1100 + 37 * i, e), 1);
+		runs[i] = e[0];
+		assert_int_equal(take(&x, 1, e), 1);
+	}
+	assert_int_equal(take(&x, x.free_pages, e), 1);	/* the wilderness */
+	for (i = 0; i < 40; i += 2)
+		put(&x, runs[i].start, runs[i].len);
+	assert_int_equal(x.tree_count, 20);
+	assert_int_equal(take(&x, 1101, e), 1);		/* best fit: run 2 */
+	assert_int_equal(e[0].start, runs[2].start);
+	assert_int_equal(xi_check(&x), 0);
+	/* runs 38, 36, 34 hold 7296 pages: a 4th extent of 204, best fit */
+	assert_int_equal(xi_plan(&x, 7500, false), 4);
+	assert_int_equal(take(&x, 7500, e), 4);
+	assert_int_equal(e[0].start, runs[38].start);
+	assert_int_equal(e[1].start, runs[36].start);
+	assert_int_equal(e[2].start, runs[34].start);
+	assert_int_equal(e[3].start, runs[0].start);	/* smallest that fits */
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
+static void test_check_catches_corruption(void **state)
+{
+	struct hkv_extent e[2];
+	struct xindex x;
+
+	(void)state;
+	hkv_set_log_fn(NULL, NULL);
+	setenv("HUGEKV_LOG", "quiet", 1);
+	env_reload();
+	assert_int_equal(xi_init(&x, 0, 64, 0), 0);
+	assert_int_equal(take(&x, 8, e), 1);
+	x.allocated[0] &= ~1ull;		/* a page freed behind its back */
+	assert_int_equal(xi_check(&x), -EUCLEAN);
+	x.allocated[0] |= 1ull;
+	x.free_pages++;
+	assert_int_equal(xi_check(&x), -EUCLEAN);
+	x.free_pages--;
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+	unsetenv("HUGEKV_LOG");
+	env_reload();
+}
+
+static void test_bit_ranges(void **state)
+{
+	uint64_t bits[4] = { 0 };
+
+	(void)state;
+	xi_set_range(bits, 60, 70, true);
+	assert_true(xi_test_range(bits, 60, 70, true));
+	assert_false(xi_test_range(bits, 59, 2, true));
+	assert_true(xi_test_range(bits, 130, 50, false));
+	assert_false(xi_test_range(bits, 129, 2, false));
+	assert_int_equal(bits[0], 0xfull << 60);
+	assert_int_equal(bits[1], ~0ull);
+	assert_int_equal(bits[2], 0x3);
+	xi_set_range(bits, 64, 64, false);
+	assert_int_equal(bits[1], 0);
+	assert_true(xi_test_range(bits, 0, 0, true));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_init),
+		cmocka_unit_test(test_carve_front_and_coalesce),
+		cmocka_unit_test(test_best_fit),
+		cmocka_unit_test(test_fewest_extents),
+		cmocka_unit_test(test_fewest_remainder_best_fit),
+		cmocka_unit_test(test_barrier),
+		cmocka_unit_test(test_treap),
+		cmocka_unit_test(test_check_catches_corruption),
+		cmocka_unit_test(test_bit_ranges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
