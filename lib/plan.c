@@ -180,6 +180,12 @@ static void lay_out(const struct hkv_pool_opts *o, struct hkv_plan *p, uint64_t 
 	p->nnodes = k;
 }
 
+/* first page of part i of n, as pool.c splits lanes (first parts +1) */
+static uint64_t lane_first(uint64_t npages, unsigned n, unsigned i)
+{
+	return npages / n * i + HKV_MIN(i, npages % n);
+}
+
 /**
  * plan_arena() - lay out an arena and choose each segment's backing
  * @o: effective options (env applied), page_bytes > 0
@@ -222,8 +228,8 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 	for (i = 0; i < p->nnodes; i++) {
 		struct hkv_plan_node *pn = &p->node[i];
 		const struct topo_node *n = only ? only : &t->node[i];
-		uint64_t first = o->npages * i / p->nnodes;
-		uint64_t next = o->npages * (i + 1) / p->nnodes;
+		uint64_t first = lane_first(o->npages, p->nnodes, i);
+		uint64_t next = lane_first(o->npages, p->nnodes, i + 1);
 
 		pn->node = n->node;
 		pn->ncpus = n->ncpus;
@@ -262,15 +268,21 @@ int plan_effective_opts(const struct hkv_pool_opts *in, struct hkv_pool_opts *ou
 	memset(out, 0, sizeof(*out));
 	memcpy(out, in, HKV_MIN(in->sz, sizeof(*out)));
 	out->sz = sizeof(*out);
-	if (env->backing >= 0 && out->page_bytes)
+	if (!out->nlanes)
+		out->nlanes = 1;
+	if (!out->page_bytes)
+		out->backing = HKV_BACKING_NONE;
+	/* the same overrides as pool.c applies, in the same cases */
+	if (out->page_bytes && env->backing >= 0 && env->backing != HKV_BACKING_NONE)
 		out->backing = env->backing;
-	if (env->node != -2)
+	if (out->page_bytes && env->node >= -1)
 		out->numa_node = env->node;
-	if (env->prefault_threads >= 0)
-		out->prefault_threads = env->prefault_threads;
-	if (env->strict >= 0)
-		out->flags = env->strict ? out->flags | HKV_POOL_STRICT :
-					   out->flags & ~HKV_POOL_STRICT;
+	if (out->page_bytes && env->prefault_threads > 0)
+		out->prefault_threads = (unsigned)env->prefault_threads;
+	if (out->page_bytes && env->strict == 1)
+		out->flags |= HKV_POOL_STRICT;
+	else if (out->page_bytes && env->strict == 0)
+		out->flags &= ~HKV_POOL_STRICT;
 	if (!out->npages || out->numa_node < -1 || out->backing < HKV_BACKING_AUTO ||
 	    out->backing > HKV_BACKING_NONE)
 		return -EINVAL;

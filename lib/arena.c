@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * arena.c - the memory behind a pool: one contiguous virtual range, one
+ * segment per node, each mapped with the best backing its policy allows,
+ * bound to its node, prefaulted and verified.
+ *
+ * The range is first reserved PROT_NONE (so segments stay contiguous and a
+ * failed segment can be given back without opening a hole), then each
+ * segment is mapped over it with MAP_FIXED. Hugetlb segments are mapped
+ * without MAP_NORESERVE, so the kernel reserves their pages at mmap time,
+ * and are prefaulted with MADV_POPULATE_WRITE, which returns an error where
+ * a touch would raise SIGBUS. Every degradation is logged, traced and shown
+ * in the region flags and stats.
+ */
+#include <linux/mman.h>
+#include <numaif.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+#include "trace.h"
+
+#define PLACEHOLDER_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+
+/* reserve bytes of address space aligned to align; NULL on failure */
+static char *reserve_range(uint64_t bytes, uint64_t align, int *err)
+{
+	char *p, *a;
+	uint64_t head, tail;
+
+	p = os->mmap(NULL, bytes + align, PROT_NONE, PLACEHOLDER_FLAGS, -1, 0);
+	if (p == MAP_FAILED) {
+		*err = -errno;
+		return NULL;
+	}
+	a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	head = a - p;
+	tail = align - head;
+	/* trimming only shrinks the reservation; a failure just keeps more */
+	if (head)
+		os->munmap(p, head);
+	if (tail)
+		os->munmap(a + bytes, tail);
+	return a;
+}
+
+/* give a segment's pages back, keeping its address range reserved */
+static int unmap_segment(struct arena_seg *s)
+{
+	void *p = os->mmap(s->base, s->bytes, PROT_NONE, PLACEHOLDER_FLAGS | MAP_FIXED, -1, 0);
+
+	return p == MAP_FAILED ? -errno : 0;
+}
+
+static int map_flags(int backing)
+{
+	int f = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+
+	if (backing == HKV_BACKING_HUGE_1G)
+		f |= MAP_HUGETLB | MAP_HUGE_1GB;
+	else if (backing == HKV_BACKING_HUGE_2M)
+		f |= MAP_HUGETLB | MAP_HUGE_2MB;
+	return f;
+}
+
+/* a step that degrades the pool rather than failing it (non-strict) */
+static int soft_fail(struct hkv_arena *a, struct arena_seg *s, const char *what, int err)
+{
+	if (a->opts.flags & HKV_POOL_STRICT) {
+		hkv_log(HKV_LOG_ERR, "pool %llu node %d: %s failed: %s (strict)",
+			(unsigned long long)a->pool_id, s->node, what, strerror(-err));
+		return err;
+	}
+	hkv_log(HKV_LOG_WARN, "pool %llu node %d: %s failed: %s; continuing without it",
+		(unsigned long long)a->pool_id, s->node, what, strerror(-err));
+	s->flags |= HKV_REGION_FALLBACK;
+	if (!s->why)
+		s->why = err;
+	s->fallbacks++;
+	return 0;
+}
+
+static int bind_segment(struct hkv_arena *a, struct arena_seg *s)
+{
+	unsigned long mask[HKV_MAX_NODES / (8 * sizeof(long)) + 1] = { 0 };
+	int n = s->node;
+
+	if (!a->topo.numa)
+		return 0;
+	if (n < 0 || n >= (int)(8 * sizeof(mask)))
+		return -EINVAL;
+	mask[n / (8 * sizeof(long))] |= 1ul << (n % (8 * sizeof(long)));
+	if (os->mbind(s->base, s->bytes, MPOL_BIND, mask, 8 * sizeof(mask) + 1, 0))
+		return soft_fail(a, s, "mbind", -errno);
+	return 0;
+}
+
+/* map, bind and prefault a segment with one backing; 0 or -errno */
+static int try_backing(struct hkv_arena *a, struct arena_seg *s, int b)
+{
+	void *p;
+	int err;
+
+	s->backing = b;
+	s->pgsz = backing_pgsz(b);
+	p = os->mmap(s->base, s->bytes, PROT_READ | PROT_WRITE, map_flags(b), -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	err = bind_segment(a, s);
+	if (!err && os->madvise(s->base, s->bytes, MADV_DONTFORK))
+		err = soft_fail(a, s, "MADV_DONTFORK", -errno);
+	if (!err && b == HKV_BACKING_THP && os->madvise(s->base, s->bytes, MADV_HUGEPAGE))
+		err = -errno;
+	if (!err && !(a->opts.flags & HKV_POOL_NO_PREFAULT))
+		err = arena_prefault(a, s);
+	if (!err)
+		err = arena_verify(a, s);
+	return err;
+}
+
+/* report one step down the backing order */
+static void report_fallback(struct hkv_arena *a, struct arena_seg *s, int from, int to,
+			    int err, uint64_t t0)
+{
+	hkv_log(HKV_LOG_WARN, "pool %llu node %d: %s backing for %llu bytes failed (%s); %s",
+		(unsigned long long)a->pool_id, s->node, backing_name(from),
+		(unsigned long long)s->bytes, strerror(-err),
+		to < 0 ? "no fallback (strict)" : backing_name(to));
+	hkv_probe_arena_fallback(a->pool_id, s->node, s->bytes, backing_pgsz(from), err,
+				 os->now_ns() - t0);
+	if (to < 0)
+		return;
+	s->flags |= HKV_REGION_FALLBACK;
+	s->fallbacks++;
+	if (!s->why)
+		s->why = err;
+}
+
+static int map_segment(struct hkv_arena *a, struct arena_seg *s, const struct hkv_plan_node *pn)
+{
+	uint64_t t0 = os->now_ns();
+	int b = pn->backing, next, err, uerr;
+
+	/* the plan already stepped down: report each step and why */
+	for (b = pn->wanted_backing; b != pn->backing && b >= 0; b = next) {
+		next = plan_next_backing(&a->opts, b);
+		err = plan_fits(&a->topo, s->tn, b, s->bytes);
+		report_fallback(a, s, b, next, err ? err : pn->fallback_errno, t0);
+	}
+	b = pn->backing;
+	for (;;) {
+		err = try_backing(a, s, b);
+		if (!err)
+			break;
+		uerr = unmap_segment(s);
+		if (uerr) {
+			hkv_log(HKV_LOG_ERR, "pool %llu: cannot give back a failed segment: %s",
+				(unsigned long long)a->pool_id, strerror(-uerr));
+			return uerr;
+		}
+		s->flags &= ~(HKV_REGION_MISPLACED | HKV_REGION_THP);
+		next = plan_next_backing(&a->opts, b);
+		report_fallback(a, s, b, next, err, t0);
+		if (next < 0)
+			return err;
+		b = next;
+	}
+	if (b == HKV_BACKING_THP)
+		s->flags |= HKV_REGION_THP;
+	hkv_probe_arena_map(a->pool_id, s->node, s->bytes, s->pgsz, os->now_ns() - t0);
+	return 0;
+}
+
+static void seg_init(struct hkv_arena *a, struct arena_seg *s, const struct hkv_plan_node *pn,
+		     char *base)
+{
+	s->base = base;
+	s->bytes = pn->bytes;
+	s->first_page = pn->first_page;
+	s->npages = pn->npages;
+	s->node = pn->node;
+	s->verified_node = -1;
+	s->tn = topo_find(&a->topo, pn->node);
+	s->wanted = pn->wanted_backing;
+	s->wanted_pgsz = pn->wanted_bytes;
+}
+
+/* plan, then log a strict shortfall the way an operator can act on it */
+static int arena_plan(struct hkv_arena *a, struct hkv_plan *p)
+{
+	unsigned i;
+	int err;
+
+	err = plan_arena(&a->opts, &a->topo, p);
+	if (err != -ENOMEM)
+		return err;
+	for (i = 0; i < p->nnodes; i++) {
+		const struct hkv_plan_node *pn = &p->node[i];
+
+		if (!pn->fallback_errno)
+			continue;
+		if (pn->fallback_errno == -EOPNOTSUPP)
+			hkv_log(HKV_LOG_ERR, "pool %llu node %d: strict %s backing: this kernel or "
+				"CPU offers no such pages", (unsigned long long)a->pool_id, pn->node,
+				backing_name(pn->wanted_backing));
+		else
+			hkv_log(HKV_LOG_ERR, "pool %llu node %d: strict %s backing unavailable (%s): "
+				"needs %llu hugepages, %llu free; reserve %llu on this node",
+				(unsigned long long)a->pool_id, pn->node,
+				backing_name(pn->wanted_backing), strerror(-pn->fallback_errno),
+				(unsigned long long)pn->wanted_needed,
+				(unsigned long long)pn->wanted_free,
+				(unsigned long long)pn->reserve_total);
+		hkv_probe_arena_fallback(a->pool_id, pn->node, pn->bytes, pn->wanted_bytes,
+					 pn->fallback_errno, 0);
+	}
+	return err;
+}
+
+/* map every segment into the reserved range */
+static int map_all(struct hkv_arena *a, const struct hkv_plan *p)
+{
+	uint64_t off = 0;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < p->nnodes; i++) {
+		struct arena_seg *s = &a->seg[i];
+
+		seg_init(a, s, &p->node[i], a->base + off);
+		off += s->bytes;
+		a->nseg = i + 1;
+		err = map_segment(a, s, &p->node[i]);
+		if (err)
+			return err;
+		a->prefault_ns += s->prefault_ns;
+		a->fallbacks += s->fallbacks;
+	}
+	return 0;
+}
+
+static uint64_t plan_granule(const struct hkv_plan *p)
+{
+	uint64_t g = HKV_PGSZ_4K;
+	unsigned i;
+
+	for (i = 0; i < p->nnodes; i++)
+		g = HKV_MAX(g, p->node[i].backing == HKV_BACKING_THP ? HKV_PGSZ_2M :
+				  p->node[i].hugepage_bytes);
+	return g;
+}
+
+/**
+ * arena_create() - map, bind, prefault and verify a pool's memory
+ * @pool: the pool (id, effective opts, npages, page_bytes set)
+ * @out: receives the arena; pool->base is set too
+ *
+ * Return: 0, or -errno with everything given back: -ENOMEM (shortfall,
+ * strict backing unavailable or misplaced), -EINVAL (no such node), or the
+ * error of the failing call.
+ */
+int arena_create(struct hkv_pool *pool, struct hkv_arena **out)
+{
+	struct hkv_arena *a;
+	struct hkv_plan *p;
+	int err = -ENOMEM;
+
+	a = calloc(1, sizeof(*a));
+	p = calloc(1, sizeof(*p));
+	if (!a || !p)
+		goto free_plan;
+	a->pool_id = pool->id;
+	a->opts = pool->opts;
+	err = topo_read(&a->topo);
+	if (!err)
+		err = arena_plan(a, p);
+	if (err)
+		goto free_plan;
+	a->kv_bytes = p->kv_bytes;
+	a->base = reserve_range(p->arena_bytes, plan_granule(p), &err);
+	if (!a->base)
+		goto free_plan;
+	a->bytes = p->arena_bytes;
+	err = map_all(a, p);
+	if (err)
+		goto unmap_range;
+	free(p);
+	pool->base = a->base;
+	*out = a;
+	return 0;
+
+unmap_range:
+	os->munmap(a->base, a->bytes);
+free_plan:
+	free(p);
+	free(a);
+	return err;
+}
+
+/**
+ * arena_destroy() - unmap an arena and free it
+ * @a: the arena, or NULL
+ */
+void arena_destroy(struct hkv_arena *a)
+{
+	if (!a)
+		return;
+	if (os->munmap(a->base, a->bytes))
+		hkv_log(HKV_LOG_ERR, "pool %llu: munmap of the arena failed: %s",
+			(unsigned long long)a->pool_id, strerror(errno));
+	free(a);
+}
+
+/**
+ * arena_regions() - one region per segment
+ * @a: the arena
+ * @r: receives up to @max regions
+ * @max: room in @r
+ *
+ * Return: the number of regions.
+ */
+int arena_regions(const struct hkv_arena *a, struct hkv_region *r, unsigned max)
+{
+	unsigned i;
+
+	for (i = 0; i < a->nseg && i < max; i++) {
+		const struct arena_seg *s = &a->seg[i];
+
+		r[i] = (struct hkv_region){
+			.base = s->base, .bytes = s->bytes, .first_page = s->first_page,
+			.npages = s->npages, .node = s->verified_node,
+			.hugepage_bytes = s->pgsz, .flags = s->flags,
+		};
+	}
+	return (int)a->nseg;
+}
+
+/**
+ * arena_stats() - fill the memory fields of a stats snapshot
+ * @a: the arena
+ * @st: a full struct hkv_stats
+ */
+void arena_stats(const struct hkv_arena *a, struct hkv_stats *st)
+{
+	unsigned i;
+
+	st->backing = HKV_BACKING_AUTO;
+	st->backing_wanted = a->opts.backing;
+	st->numa_node = a->opts.numa_node;
+	st->flags = a->opts.flags;
+	st->arena_bytes = a->bytes;
+	st->arena_round_up_bytes = a->bytes - a->kv_bytes;
+	st->prefault_ns = a->prefault_ns;
+	st->prefault_gbps = a->prefault_ns ? (double)a->bytes / (double)a->prefault_ns : 0;
+	st->misplaced_pages = 0;
+	st->fallbacks = a->fallbacks;
+	st->prefault_threads = 0;
+	st->nregions = a->nseg;
+	for (i = 0; i < a->nseg; i++) {
+		const struct arena_seg *s = &a->seg[i];
+
+		st->backing = HKV_MAX(st->backing, s->backing);
+		st->misplaced_pages += s->misplaced;
+		st->prefault_threads = HKV_MAX(st->prefault_threads, s->threads);
+		if (i >= HKV_STATS_REGIONS)
+			continue;
+		st->region[i] = (struct hkv_region_stats){
+			.node = s->verified_node, .hugepage_bytes = s->pgsz,
+			.wanted_bytes = s->wanted_pgsz, .bytes = s->bytes,
+			.prefault_ns = s->prefault_ns, .misplaced_pages = s->misplaced,
+			.flags = s->flags, .fallback_errno = s->why,
+		};
+	}
+}

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * prefault.c - fault a segment in, in parallel, from its own node's CPUs.
+ *
+ * MADV_POPULATE_WRITE (Linux 5.14) faults a range writable and returns an
+ * error instead of raising SIGBUS when a hugetlb page cannot be had. Each
+ * thread takes one slice of whole pages, pinned to the node's CPUs so that
+ * page clearing runs local to the memory. Kernels without it get a touch of
+ * every page; a thread that cannot be started leaves its slice to the
+ * calling thread. Both are reported.
+ */
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define PREFAULT_MAX_THREADS	256
+
+struct slice {
+	const struct arena_seg *s;
+	char *p;
+	uint64_t len, step;
+	int err;		/* -errno of the populate */
+	bool pin;		/* on a thread of its own: pin it to the node */
+	bool affinity_failed, touched;
+};
+
+static void touch(char *p, uint64_t len, uint64_t step)
+{
+	uint64_t off;
+
+	for (off = 0; off < len; off += step)
+		*(volatile char *)(p + off) = 0;
+}
+
+static void *prefault_slice(void *arg)
+{
+	struct slice *sl = arg;
+	const struct topo_node *tn = sl->s->tn;
+
+	if (sl->pin && tn && tn->ncpus && os->set_affinity(&tn->cpus))
+		sl->affinity_failed = true;
+	if (!os->madvise(sl->p, sl->len, MADV_POPULATE_WRITE))
+		return NULL;
+	if (errno != EINVAL) {
+		sl->err = -errno;
+		return NULL;
+	}
+	/* kernel before 5.14: touch every page instead */
+	touch(sl->p, sl->len, sl->step);
+	sl->touched = true;
+	return NULL;
+}
+
+static unsigned thread_count(const struct hkv_arena *a, const struct arena_seg *s,
+			     uint64_t units)
+{
+	uint64_t n = a->opts.prefault_threads;
+
+	if (!n)
+		n = s->tn && s->tn->ncpus ? s->tn->ncpus : 1;
+	return (unsigned)HKV_MIN(HKV_MIN(n, units), PREFAULT_MAX_THREADS);
+}
+
+/*
+ * Run the slices on threads of their own (pinned); a slice whose thread
+ * cannot start runs here, unpinned, so the caller's affinity never changes.
+ */
+static unsigned run_slices(struct slice *sl, pthread_t *tid, bool *started, unsigned n)
+{
+	unsigned i, inline_runs = 0;
+
+	for (i = 0; i < n; i++) {
+		sl[i].pin = true;
+		started[i] = !os->thread_create(&tid[i], prefault_slice, &sl[i]);
+	}
+	for (i = 0; i < n; i++) {
+		if (started[i]) {
+			os->thread_join(tid[i]);
+			continue;
+		}
+		sl[i].pin = false;
+		prefault_slice(&sl[i]);
+		inline_runs++;
+	}
+	return inline_runs;
+}
+
+static int collect(struct hkv_arena *a, struct arena_seg *s, struct slice *sl, unsigned n,
+		   unsigned inline_runs)
+{
+	bool aff = false, touched = false;
+	unsigned i;
+	int err = 0;
+
+	for (i = 0; i < n; i++) {
+		aff |= sl[i].affinity_failed;
+		touched |= sl[i].touched;
+		if (!err)
+			err = sl[i].err;
+	}
+	if (inline_runs)
+		hkv_log(HKV_LOG_WARN, "pool %llu node %d: %u of %u prefault threads could not "
+			"start; their slices ran on the creating thread",
+			(unsigned long long)a->pool_id, s->node, inline_runs, n);
+	if (aff)
+		hkv_log(HKV_LOG_WARN, "pool %llu node %d: prefault threads could not be pinned "
+			"to the node's CPUs", (unsigned long long)a->pool_id, s->node);
+	if (touched)
+		hkv_log(HKV_LOG_WARN, "pool %llu node %d: no MADV_POPULATE_WRITE; touched pages",
+			(unsigned long long)a->pool_id, s->node);
+	s->threads = n - inline_runs;
+	return err;
+}
+
+/**
+ * arena_prefault() - fault a mapped segment in with threads on its node
+ * @a: the arena
+ * @s: the segment, mapped and bound
+ *
+ * Return: 0, or -errno of MADV_POPULATE_WRITE (-ENOMEM, -EFAULT: the pages
+ * are not there to be had) or -ENOMEM for the thread bookkeeping.
+ */
+int arena_prefault(struct hkv_arena *a, struct arena_seg *s)
+{
+	uint64_t unit = HKV_MAX(s->pgsz, HKV_PGSZ_2M), units, t0 = os->now_ns();
+	struct slice *sl;
+	pthread_t *tid;
+	bool *started;
+	unsigned n, i, inline_runs;
+	int err = -ENOMEM;
+
+	units = (s->bytes + unit - 1) / unit;
+	n = thread_count(a, s, units);
+	sl = calloc(n, sizeof(*sl));
+	tid = calloc(n, sizeof(*tid));
+	started = calloc(n, sizeof(*started));
+	if (!sl || !tid || !started)
+		goto free_bufs;
+	for (i = 0; i < n; i++) {
+		uint64_t b0 = units * i / n * unit, b1 = HKV_MIN(units * (i + 1) / n * unit, s->bytes);
+
+		sl[i] = (struct slice){ .s = s, .p = s->base + b0, .len = b1 - b0,
+					.step = s->pgsz };
+	}
+	inline_runs = run_slices(sl, tid, started, n);
+	err = collect(a, s, sl, n, inline_runs);
+	s->prefault_ns = os->now_ns() - t0;
+free_bufs:
+	free(started);
+	free(tid);
+	free(sl);
+	return err;
+}
