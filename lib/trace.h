@@ -23,6 +23,12 @@
 
 #ifndef HKV_NO_PROBES
 #define _SDT_HAS_SEMAPHORES 1
+/*
+ * Arguments in registers or as constants only: the default "nor" lets gcc
+ * pass memory operands such as 88(%r12,%rax,8), which libbpf 1.1's USDT
+ * argument parser rejects (and which cost a tracer a user memory read).
+ */
+#define STAP_SDT_ARG_CONSTRAINT nr
 #include <sys/sdt.h>
 #endif
 

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * view.c - read the maps and print: the live per-pool view, the event
+ * stream, the histograms, and the JSON object printed at exit.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+
+#include "hkv-trace.h"
+
+#define MAX_SHOWN_EVENTS 16	/* events listed per live interval */
+
+struct pool_row {
+	struct hkv_pool_key key;
+	struct hkv_pool_stats st;
+	uint64_t free_pages, free_extents, largest;	/* summed over lanes */
+	unsigned lanes;					/* lanes with a frag hit */
+};
+
+struct view {
+	struct tracer *t;
+	const struct tr_opts *o;
+	struct pool_row *cur, *prev;
+	unsigned ncur, nprev;
+	uint64_t start_ns;
+	struct hkv_event shown[MAX_SHOWN_EVENTS];
+	unsigned nshown;
+	uint64_t interval_events, total_events;
+};
+
+static const char *const hist_name[HKV_H_NR] = {
+	"alloc_pages", "alloc_extents", "evict_pages",
+};
+static const char *const hist_desc[HKV_H_NR] = {
+	"pages asked per allocation", "extents per successful allocation",
+	"pages per evicted unit",
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* the clock of bpf_ktime_get_ns */
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct view *view_new(struct tracer *t, const struct tr_opts *o)
+{
+	struct view *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	v->cur = calloc(HKV_MAX_POOLS, sizeof(*v->cur));
+	v->prev = calloc(HKV_MAX_POOLS, sizeof(*v->prev));
+	if (!v->cur || !v->prev) {
+		view_free(v);
+		return NULL;
+	}
+	v->t = t;
+	v->o = o;
+	v->start_ns = now_ns();
+	return v;
+}
+
+void view_free(struct view *v)
+{
+	if (!v)
+		return;
+	free(v->cur);
+	free(v->prev);
+	free(v);
+}
+
+static struct pool_row *row_find(struct pool_row *rows, unsigned n, uint32_t tgid, uint64_t pool)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (rows[i].key.tgid == tgid && rows[i].key.pool == pool)
+			return &rows[i];
+	return NULL;
+}
+
+/* snapshot the pools and lanes maps into v->cur */
+static void read_pools(struct view *v)
+{
+	struct hkv_pool_key pk, *ppk = NULL;
+	struct hkv_lane_key lk, *plk = NULL;
+	struct hkv_lane_frag g;
+	struct pool_row *r;
+
+	v->ncur = 0;
+	while (v->ncur < HKV_MAX_POOLS && !bpf_map_get_next_key(v->t->map_pools, ppk, &pk)) {
+		ppk = &pk;
+		r = &v->cur[v->ncur];
+		memset(r, 0, sizeof(*r));
+		r->key = pk;
+		if (!bpf_map_lookup_elem(v->t->map_pools, &pk, &r->st))
+			v->ncur++;
+	}
+	while (!bpf_map_get_next_key(v->t->map_lanes, plk, &lk)) {
+		plk = &lk;
+		r = row_find(v->cur, v->ncur, lk.tgid, lk.pool);
+		if (!r || bpf_map_lookup_elem(v->t->map_lanes, &lk, &g))
+			continue;
+		r->free_pages += g.free_pages;
+		r->free_extents += g.free_extents;
+		if (g.largest_free_extent > r->largest)
+			r->largest = g.largest_free_extent;
+		r->lanes++;
+	}
+}
+
+static uint64_t count_of(struct view *v, uint32_t id)
+{
+	uint64_t c = 0;
+
+	bpf_map_lookup_elem(v->t->map_counts, &id, &c);
+	return c;
+}
+
+static void print_event(FILE *f, const struct view *v, const struct hkv_event *e)
+{
+	const __s64 *a = e->arg;
+
+	fprintf(f, "  %+9.3fs pid %u pool %llu ", (double)(int64_t)(e->ts_ns - v->start_ns) / 1e9,
+		e->tgid, (unsigned long long)e->pool);
+	switch (e->type) {
+	case HKV_P_ALLOC:
+		fprintf(f, "alloc failed: lane %lld, %lld pages: %s\n", (long long)a[0],
+			(long long)a[1], strerror((int)-a[2]));
+		break;
+	case HKV_P_EVICT_RUN:
+		fprintf(f, "evict_run: free %lld -> target %lld, freed %lld pages in %lld units\n",
+			(long long)a[0], (long long)a[1], (long long)a[2], (long long)a[3]);
+		break;
+	case HKV_P_ARENA_MAP:
+		fprintf(f, "arena_map: node %lld, %lld bytes on %lld-byte pages, %.3f ms\n",
+			(long long)a[0], (long long)a[1], (long long)a[2], a[3] / 1e6);
+		break;
+	case HKV_P_ARENA_FALLBACK:
+		fprintf(f, "arena_fallback: node %lld, %lld bytes, %lld-byte pages not obtained: "
+			"%s, %.3f ms\n", (long long)a[0], (long long)a[1], (long long)a[2],
+			strerror((int)(a[3] < 0 ? -a[3] : a[3])), a[4] / 1e6);
+		break;
+	default:
+		fprintf(f, "event %u\n", e->type);
+	}
+}
+
+/**
+ * view_event() - ring buffer callback: one rare event
+ * @ctx: the view
+ * @data: a struct hkv_event
+ * @sz: its size
+ *
+ * Return: 0 (keep polling).
+ */
+int view_event(void *ctx, void *data, size_t sz)
+{
+	struct view *v = ctx;
+
+	if (sz < sizeof(struct hkv_event))
+		return 0;
+	v->interval_events++;
+	v->total_events++;
+	if (v->o->mode == MODE_EVENTS) {
+		if (!v->o->json) {
+			print_event(stdout, v, data);
+			fflush(stdout);
+		}
+	} else if (v->nshown < MAX_SHOWN_EVENTS) {
+		memcpy(&v->shown[v->nshown++], data, sizeof(struct hkv_event));
+	}
+	return 0;
+}
+
+static void print_rate(uint64_t now, uint64_t was, double dt, bool on)
+{
+	if (on)
+		printf(" %9.0f", (double)(now - was) / dt);
+	else
+		printf(" %9s", "-");
+}
+
+static void print_row(const struct view *v, const struct pool_row *r, double dt)
+{
+	const struct pool_row *p = row_find(v->prev, v->nprev, r->key.tgid, r->key.pool);
+	struct pool_row zero = { 0 };
+	uint64_t ok_allocs, ext;
+
+	if (!p)
+		p = &zero;
+	printf("%8u %6llu", r->key.tgid, (unsigned long long)r->key.pool);
+	print_rate(r->st.allocs, p->st.allocs, dt, v->t->attached[HKV_P_ALLOC]);
+	print_rate(r->st.frees + r->st.free_failures, p->st.frees + p->st.free_failures, dt,
+		   v->t->attached[HKV_P_FREE]);
+	print_rate(r->st.evictions, p->st.evictions, dt, true);
+	if (r->lanes)
+		printf(" %11llu %9llu %9llu", (unsigned long long)r->free_pages,
+		       (unsigned long long)r->free_extents, (unsigned long long)r->largest);
+	else
+		printf(" %11s %9s %9s", "-", "-", "-");
+	ok_allocs = (r->st.allocs - r->st.alloc_failures) - (p->st.allocs - p->st.alloc_failures);
+	ext = r->st.alloc_extents - p->st.alloc_extents;
+	if (ok_allocs)
+		printf(" %9.3f\n", (double)ext / ok_allocs);
+	else
+		printf(" %9s\n", "-");
+}
+
+/**
+ * view_tick() - print the live view for the interval that just ended
+ * @v: the view
+ * @dt: seconds since the previous tick
+ */
+void view_tick(struct view *v, double dt)
+{
+	struct pool_row *swap;
+	char stamp[16];
+	time_t now = time(NULL);
+	unsigned i;
+
+	read_pools(v);
+	if (v->o->mode == MODE_LIVE && !v->o->json) {
+		strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
+		printf("\n%s  %u pool(s)%s\n", stamp, v->ncur,
+		       v->t->attached[HKV_P_ALLOC] ? "" : "  (alloc/free rates: run with --ops)");
+		printf("%8s %6s %9s %9s %9s %11s %9s %9s %9s\n", "PID", "POOL", "ALLOC/s",
+		       "FREE/s", "EVICT/s", "FREE_PAGES", "FREE_EXT", "LARGEST", "EXT/ALLOC");
+		for (i = 0; i < v->ncur; i++)
+			print_row(v, &v->cur[i], dt > 0 ? dt : 1);
+		printf("events: %llu\n", (unsigned long long)v->interval_events);
+		for (i = 0; i < v->nshown; i++)
+			print_event(stdout, v, &v->shown[i]);
+		if (v->interval_events > v->nshown)
+			printf("  ... %llu more\n",
+			       (unsigned long long)(v->interval_events - v->nshown));
+		fflush(stdout);
+	}
+	v->nshown = 0;
+	v->interval_events = 0;
+	swap = v->prev;
+	v->prev = v->cur;
+	v->cur = swap;
+	v->nprev = v->ncur;
+}
+
+static void slot_range(unsigned s, unsigned long long *lo, unsigned long long *hi)
+{
+	*lo = s ? 1ull << (s - 1) : 0;
+	*hi = s == 0 ? 0 : s == HKV_HIST_SLOTS - 1 ? ~0ull : (1ull << s) - 1;
+}
+
+static void print_hist(const char *name, const char *desc, const struct hkv_hist *h)
+{
+	uint64_t max = 0;
+	unsigned s, first = HKV_HIST_SLOTS, last = 0;
+	unsigned long long lo, hi;
+
+	for (s = 0; s < HKV_HIST_SLOTS; s++) {
+		if (!h->slot[s])
+			continue;
+		first = s < first ? s : first;
+		last = s;
+		max = h->slot[s] > max ? h->slot[s] : max;
+	}
+	printf("\n%s (%s)\n", name, desc);
+	if (!max) {
+		printf("  (no samples)\n");
+		return;
+	}
+	for (s = first; s <= last; s++) {
+		int bar = (int)(h->slot[s] * 40 / max);
+
+		slot_range(s, &lo, &hi);
+		printf("  [%llu, %llu]%*s %10llu |%-40.*s|\n", lo, hi, 20 - snprintf(NULL, 0,
+		       "[%llu, %llu]", lo, hi), "", (unsigned long long)h->slot[s], bar,
+		       "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@");
+	}
+}
+
+static void json_hist(const struct hkv_hist *h)
+{
+	unsigned long long lo, hi;
+	bool first = true;
+
+	putchar('[');
+	for (unsigned s = 0; s < HKV_HIST_SLOTS; s++) {
+		if (!h->slot[s])
+			continue;
+		slot_range(s, &lo, &hi);
+		printf("%s{\"lo\": %llu, \"hi\": %llu, \"count\": %llu}", first ? "" : ", ",
+		       lo, hi, (unsigned long long)h->slot[s]);
+		first = false;
+	}
+	putchar(']');
+}
+
+static void json_pools(const struct view *v)
+{
+	for (unsigned i = 0; i < v->ncur; i++) {
+		const struct pool_row *r = &v->cur[i];
+		const struct hkv_pool_stats *s = &r->st;
+
+		printf("%s\n    {\"pid\": %u, \"pool\": %llu, \"allocs\": %llu, "
+		       "\"alloc_failures\": %llu, \"alloc_pages\": %llu, \"alloc_extents\": %llu, "
+		       "\"multi_extent_allocs\": %llu, \"frees\": %llu, \"free_failures\": %llu, "
+		       "\"freed_pages\": %llu, \"evictions\": %llu, \"evicted_pages\": %llu, "
+		       "\"evict_runs\": %llu, \"frags\": %llu, \"arena_maps\": %llu, "
+		       "\"mapped_bytes\": %llu, \"fallbacks\": %llu, \"free_pages\": %llu, "
+		       "\"free_extents\": %llu, \"largest_free_extent\": %llu}",
+		       i ? "," : "", r->key.tgid, (unsigned long long)r->key.pool,
+		       (unsigned long long)s->allocs, (unsigned long long)s->alloc_failures,
+		       (unsigned long long)s->alloc_pages, (unsigned long long)s->alloc_extents,
+		       (unsigned long long)s->multi_extent_allocs, (unsigned long long)s->frees,
+		       (unsigned long long)s->free_failures, (unsigned long long)s->freed_pages,
+		       (unsigned long long)s->evictions, (unsigned long long)s->evicted_pages,
+		       (unsigned long long)s->evict_runs, (unsigned long long)s->frags,
+		       (unsigned long long)s->arena_maps, (unsigned long long)s->mapped_bytes,
+		       (unsigned long long)s->fallbacks, (unsigned long long)r->free_pages,
+		       (unsigned long long)r->free_extents, (unsigned long long)r->largest);
+	}
+}
+
+static void print_json(struct view *v, const struct hkv_hist *h, double elapsed)
+{
+	unsigned id;
+
+	printf("{\"duration_s\": %.3f, \"pid\": %d, \"library\": \"%s\", \"ops\": %s",
+	       elapsed, v->o->pid, v->t->lib, v->o->ops ? "true" : "false");
+	/* a probe that was not attached has no count: null, not 0 */
+	for (id = 0; id < HKV_P_NR; id++) {
+		if (v->t->attached[id])
+			printf(", \"%s\": %llu", tr_probe_name[id],
+			       (unsigned long long)count_of(v, id));
+		else
+			printf(", \"%s\": null", tr_probe_name[id]);
+	}
+	printf(", \"events\": %llu, \"dropped\": %llu,\n  \"pools\": [",
+	       (unsigned long long)v->total_events, (unsigned long long)count_of(v, HKV_C_DROPPED));
+	json_pools(v);
+	printf("],\n  \"hist\": {");
+	for (id = 0; id < HKV_H_NR; id++) {
+		printf("%s\"%s\": ", id ? ", " : "", hist_name[id]);
+		json_hist(&h[id]);
+	}
+	printf("}}\n");
+}
+
+/**
+ * view_final() - at exit: the histograms (hist mode) or the JSON object
+ * @v: the view
+ * @elapsed: seconds traced
+ */
+void view_final(struct view *v, double elapsed)
+{
+	struct hkv_hist h[HKV_H_NR];
+	uint32_t id;
+
+	memset(h, 0, sizeof(h));
+	for (id = 0; id < HKV_H_NR; id++)
+		bpf_map_lookup_elem(v->t->map_hists, &id, &h[id]);
+	read_pools(v);
+	if (v->o->json) {
+		print_json(v, h, elapsed);
+	} else if (v->o->mode == MODE_HIST) {
+		for (id = 0; id < HKV_H_NR; id++)
+			print_hist(hist_name[id], hist_desc[id], &h[id]);
+	}
+	if (count_of(v, HKV_C_DROPPED))
+		fprintf(stderr, "hkv-trace: %llu events dropped (ring buffer full)\n",
+			(unsigned long long)count_of(v, HKV_C_DROPPED));
+	fflush(stdout);
+}
