@@ -231,27 +231,52 @@ static void make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
 	uint64_t total = lane == HKV_LANE_ANY ? pool->npages : pool->lanes[lane].npages;
 	uint64_t target = watermark(pool, total, free_of(pool, lane), n);
 
-	if (!target)
-		return;
-	evict_run(pool, lane, target,
-		  free_of(pool, lane) < n ? HKV_EVICT_ALLOC : HKV_EVICT_WATERMARK);
-	if (free_of(pool, lane) < n)
-		pool->res->evict_failures++;
+	if (target)
+		evict_run(pool, lane, target,
+			  free_of(pool, lane) < n ? HKV_EVICT_ALLOC : HKV_EVICT_WATERMARK);
 }
 
+/* the lane with the most free pages (where an HKV_LANE_ANY request lands) */
+static unsigned roomiest(const struct hkv_pool *pool)
+{
+	unsigned best = 0;
+
+	for (unsigned i = 1; i < pool->nlanes; i++)
+		if (free_of(pool, i) > free_of(pool, best))
+			best = i;
+	return best;
+}
+
+/**
+ * res_make_room() - planned eviction before an HKV_ALLOC_EVICT request
+ * @pool: the pool
+ * @lane: the lane asked for, or HKV_LANE_ANY
+ * @n: pages asked for
+ *
+ * Applies the watermark rule to the lane (if one is named) and to the pool;
+ * an HKV_LANE_ANY request also gets room for @n pages in one lane. A request
+ * that still cannot fit counts as an evict failure. The common case (no
+ * eviction needed) takes no lock.
+ */
 void res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
 {
 	struct hkv_res *r = pool->res;
-	bool lane_ok = lane == HKV_LANE_ANY || lane >= pool->nlanes ||
-		       !watermark(pool, pool->lanes[lane].npages, free_of(pool, lane), n);
+	bool any = lane >= pool->nlanes;
+	unsigned fit;
 
-	/* the common case takes no lock */
-	if (lane_ok && !watermark(pool, pool->npages, free_of(pool, HKV_LANE_ANY), n))
+	if (!watermark(pool, pool->npages, free_of(pool, HKV_LANE_ANY), n) &&
+	    (any ? free_of(pool, roomiest(pool)) >= n
+		 : !watermark(pool, pool->lanes[lane].npages, free_of(pool, lane), n)))
 		return;
 	pthread_mutex_lock(&r->lock);
-	if (!lane_ok)
+	if (!any)
 		make_room(pool, lane, n);
 	make_room(pool, HKV_LANE_ANY, n);
+	fit = any ? roomiest(pool) : lane;
+	if (any && free_of(pool, fit) < n)
+		evict_run(pool, fit, n, HKV_EVICT_ALLOC);
+	if (free_of(pool, fit) < n)
+		r->evict_failures++;	/* nothing (or too little) evictable */
 	pthread_mutex_unlock(&r->lock);
 }
 
