@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_env.c - HUGEKV_* options (bad values reported and ignored, never
+ * fatal), the log callback, and that the overrides reach a pool.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+struct logged {
+	int n, level;
+	char last[512];
+};
+
+static void capture(void *ctx, int level, const char *msg)
+{
+	struct logged *l = ctx;
+
+	l->n++;
+	l->level = level;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+}
+
+static void clear_env(void)
+{
+	unsetenv("HUGEKV_BACKING");
+	unsetenv("HUGEKV_NODE");
+	unsetenv("HUGEKV_PREFAULT_THREADS");
+	unsetenv("HUGEKV_STRICT");
+	unsetenv("HUGEKV_LOG");
+}
+
+static void test_parsers(void **state)
+{
+	unsigned long v;
+	int b;
+
+	(void)state;
+	assert_int_equal(env_parse_backing("2M", &b), 0);
+	assert_int_equal(b, HKV_BACKING_HUGE_2M);
+	assert_int_equal(env_parse_backing("1g", &b), 0);
+	assert_int_equal(b, HKV_BACKING_HUGE_1G);
+	assert_int_equal(env_parse_backing("thp", &b), 0);
+	assert_int_equal(env_parse_backing("4k", &b), 0);
+	assert_int_equal(b, HKV_BACKING_SMALL);
+	assert_int_equal(env_parse_backing("auto", &b), 0);
+	assert_int_equal(env_parse_backing("3m", &b), -EINVAL);
+	assert_int_equal(env_parse_uint("17", 100, &v), 0);
+	assert_int_equal(v, 17);
+	assert_int_equal(env_parse_uint("101", 100, &v), -EINVAL);
+	assert_int_equal(env_parse_uint("-1", 100, &v), -EINVAL);
+	assert_int_equal(env_parse_uint("", 100, &v), -EINVAL);
+	assert_int_equal(env_parse_uint("12x", 100, &v), -EINVAL);
+	assert_int_equal(env_parse_uint("99999999999999999999999", ~0ul, &v), -EINVAL);
+}
+
+static void test_good_values(void **state)
+{
+	const struct hkv_env *e;
+
+	(void)state;
+	clear_env();
+	setenv("HUGEKV_BACKING", "2m", 1);
+	setenv("HUGEKV_NODE", "0", 1);
+	setenv("HUGEKV_PREFAULT_THREADS", "8", 1);
+	setenv("HUGEKV_STRICT", "1", 1);
+	env_reload();
+	e = env_get();
+	assert_int_equal(e->backing, HKV_BACKING_HUGE_2M);
+	assert_int_equal(e->node, 0);
+	assert_int_equal(e->prefault_threads, 8);
+	assert_int_equal(e->strict, 1);
+	clear_env();
+	env_reload();
+}
+
+static void test_bad_values_reported_and_ignored(void **state)
+{
+	struct logged l = { 0 };
+	const struct hkv_env *e;
+
+	(void)state;
+	clear_env();
+	hkv_set_log_fn(capture, &l);
+	setenv("HUGEKV_BACKING", "huge", 1);
+	setenv("HUGEKV_NODE", "x", 1);
+	setenv("HUGEKV_PREFAULT_THREADS", "0", 1);
+	setenv("HUGEKV_STRICT", "2", 1);
+	setenv("HUGEKV_LOG", "loud", 1);
+	env_reload();
+	e = env_get();
+	assert_int_equal(l.n, 5);
+	assert_int_equal(l.level, HKV_LOG_WARN);
+	assert_non_null(strstr(l.last, "HUGEKV_STRICT=2: ignored"));
+	assert_int_equal(e->backing, -1);
+	assert_int_equal(e->node, -2);
+	assert_int_equal(e->prefault_threads, -1);
+	assert_int_equal(e->strict, -1);
+	assert_int_equal(e->log_level, HKV_LOG_WARN);
+	hkv_set_log_fn(NULL, NULL);
+	clear_env();
+	env_reload();
+}
+
+/* overrides apply to memory pools only; index-only pools ignore them */
+static void test_index_only_ignores_memory_env(void **state)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 8 };
+	struct hkv_stats st = { .sz = sizeof(st) };
+	struct hkv_pool *p;
+
+	(void)state;
+	setenv("HUGEKV_BACKING", "4k", 1);
+	setenv("HUGEKV_STRICT", "1", 1);
+	env_reload();
+	assert_int_equal(hkv_pool_create(&o, &p), 0);
+	assert_int_equal(hkv_stats(p, &st), 0);
+	assert_int_equal(st.backing, HKV_BACKING_NONE);
+	assert_int_equal(st.flags & HKV_POOL_STRICT, 0);
+	hkv_pool_destroy(p);
+	clear_env();
+	env_reload();
+}
+
+static void test_log_levels(void **state)
+{
+	struct logged l = { 0 };
+
+	(void)state;
+	hkv_set_log_fn(capture, &l);
+	hkv_log(HKV_LOG_INFO, "hello %d", 42);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.last, "hello 42");
+	hkv_set_log_fn(NULL, NULL);
+	setenv("HUGEKV_LOG", "quiet", 1);
+	env_reload();
+	assert_int_equal(env_log_level(), -1);
+	hkv_log(HKV_LOG_ERR, "not printed");
+	clear_env();
+	env_reload();
+	assert_int_equal(env_log_level(), HKV_LOG_WARN);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parsers),
+		cmocka_unit_test(test_good_values),
+		cmocka_unit_test(test_bad_values_reported_and_ignored),
+		cmocka_unit_test(test_index_only_ignores_memory_env),
+		cmocka_unit_test(test_log_levels),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
