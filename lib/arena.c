@@ -143,7 +143,7 @@ static int map_segment(struct hkv_arena *a, struct arena_seg *s, const struct hk
 	/* the plan already stepped down: report each step and why */
 	for (b = pn->wanted_backing; b != pn->backing && b >= 0; b = next) {
 		next = plan_next_backing(&a->opts, b);
-		err = plan_fits(&a->topo, s->tn, b, s->bytes);
+		err = plan_fits(&a->topo, s->tn, b, s->bytes, 0);
 		report_fallback(a, s, b, next, err ? err : pn->fallback_errno, t0);
 	}
 	b = pn->backing;

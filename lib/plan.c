@@ -91,6 +91,8 @@ static uint64_t round_up(uint64_t v, uint64_t a)
  * @n: the node
  * @b: HKV_BACKING_*
  * @bytes: segment bytes (a multiple of the backing's page size)
+ * @planned: hugepages of this size that earlier segments of the same arena
+ *	take from the global pool
  *
  * Hugetlb: the size must exist, and both the node's free pages and the
  * global unreserved pages must cover the segment (reservations are global,
@@ -98,7 +100,8 @@ static uint64_t round_up(uint64_t v, uint64_t a)
  *
  * Return: 0, -EOPNOTSUPP (not offered) or -ENOMEM (shortfall).
  */
-int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t bytes)
+int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t bytes,
+	      uint64_t planned)
 {
 	const struct topo_pool *np, *gp;
 	uint64_t need, gfree;
@@ -113,19 +116,20 @@ int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t b
 		return -EOPNOTSUPP;
 	need = bytes / backing_pgsz(b);
 	gfree = gp->free > gp->resv ? gp->free - gp->resv : 0;
-	if (np->free < need || gfree < need)
+	if (np->free < need || gfree < planned + need)
 		return -ENOMEM;
 	return 0;
 }
 
 /* pick the first backing that fits; records why the wanted one did not */
 static int choose(const struct hkv_pool_opts *o, const struct topo *t,
-		  const struct topo_node *n, uint64_t raw, struct hkv_plan_node *pn)
+		  const struct topo_node *n, uint64_t raw, struct hkv_plan_node *pn,
+		  uint64_t *planned)
 {
 	int b = pn->wanted_backing, err;
 
 	for (;;) {
-		err = plan_fits(t, n, b, round_up(raw, backing_align(b)));
+		err = plan_fits(t, n, b, round_up(raw, backing_align(b)), planned[b]);
 		if (!err)
 			break;
 		if (!pn->fallback_errno)
@@ -137,6 +141,7 @@ static int choose(const struct hkv_pool_opts *o, const struct topo *t,
 		}
 	}
 	pn->backing = b;
+	planned[b] += round_up(raw, backing_align(b)) / backing_pgsz(b);
 	return 0;
 }
 
@@ -201,7 +206,7 @@ static uint64_t lane_first(uint64_t npages, unsigned n, unsigned i)
 int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p)
 {
 	const struct topo_node *only = NULL;
-	uint64_t gran = HKV_PGSZ_4K;
+	uint64_t gran = HKV_PGSZ_4K, planned[HKV_BACKING_NONE + 1] = { 0 };
 	unsigned i;
 	int ret = 0;
 
@@ -236,7 +241,7 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 		pn->first_page = first;
 		pn->wanted_backing = o->backing == HKV_BACKING_AUTO ? HKV_BACKING_HUGE_1G : o->backing;
 		pn->wanted_bytes = backing_pgsz(pn->wanted_backing);
-		if (choose(o, t, n, (next - first) * o->page_bytes, pn))
+		if (choose(o, t, n, (next - first) * o->page_bytes, pn, planned))
 			ret = -ENOMEM;
 		gran = HKV_MAX(gran, backing_align(pn->backing));
 	}
