@@ -279,8 +279,10 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 int plan_effective_opts(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
 /* next backing to try after b under the policy of o, or -1 */
 int plan_next_backing(const struct hkv_pool_opts *o, int b);
-/* can backing b be tried on node n for bytes; 0 or -EOPNOTSUPP/-ENOMEM */
-int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t bytes);
+/* can backing b be tried on node n for bytes, planned hugepages of its size
+ * already taken by other segments; 0 or -EOPNOTSUPP/-ENOMEM */
+int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t bytes,
+	      uint64_t planned);
 
 /* ---- arena.c / prefault.c / arena_verify.c ----------------------------- */
 struct arena_seg {
