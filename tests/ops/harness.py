@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""harness.py - a small test harness for the operator tools: run a tool,
+parse its JSON, read sysfs, and report each test as ok / FAIL / SKIP."""
+import json
+import os
+import subprocess
+import sys
+import traceback
+
+
+class Skip(Exception):
+    """raised by a test that cannot run here (the message says why)"""
+
+
+def run(cmd, check_rc=None, env=None, stdin=None, timeout=120):
+    """run cmd (a list); return (rc, stdout, stderr)"""
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e,
+                       input=stdin, timeout=timeout)
+    if check_rc is not None and p.returncode != check_rc:
+        raise AssertionError("%s: exit %d, wanted %d\nstdout: %s\nstderr: %s" %
+                             (" ".join(cmd), p.returncode, check_rc,
+                              p.stdout[-2000:], p.stderr[-2000:]))
+    return p.returncode, p.stdout, p.stderr
+
+
+def run_json(cmd, check_rc=0, env=None):
+    """run cmd and parse its stdout as one JSON object"""
+    _, out, _ = run(cmd, check_rc, env)
+    try:
+        return json.loads(out)
+    except ValueError as ex:
+        raise AssertionError("%s: output is not JSON (%s):\n%s" %
+                             (" ".join(cmd), ex, out[:2000]))
+
+
+def read(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        if default is not None:
+            return default
+        raise
+
+
+def read_int(path, default=None):
+    v = read(path, None if default is None else str(default))
+    return int(v)
+
+
+def is_root():
+    return os.geteuid() == 0
+
+
+def eq(a, b, what):
+    if a != b:
+        raise AssertionError("%s: %r != %r" % (what, a, b))
+
+
+def main(tests):
+    """run the test functions given; exit 1 if any failed"""
+    passed = failed = skipped = 0
+    for t in tests:
+        name = t.__name__
+        try:
+            t()
+            passed += 1
+            print("  %-40s ok" % name)
+        except Skip as s:
+            skipped += 1
+            print("  %-40s SKIP (%s)" % (name, s))
+        except Exception:  # noqa: BLE001 - report every failure the same way
+            failed += 1
+            print("  %-40s FAIL" % name)
+            for line in traceback.format_exc().splitlines():
+                print("    | " + line)
+        sys.stdout.flush()
+    print("%s: %d passed, %d failed, %d skipped" %
+          (os.path.basename(sys.argv[0]), passed, failed, skipped))
+    sys.exit(1 if failed else 0)
