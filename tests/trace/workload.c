@@ -22,7 +22,7 @@
 
 #include "hugekv.h"
 
-#define NPAGES	65536
+#define NPAGES	262144
 #define MAXEXT	16
 
 struct held {

@@ -187,6 +187,8 @@ static int run(struct tracer *t, struct view *v, const struct tr_opts *o)
 		ret = 0;
 	}
 	ring_buffer__consume(t->rb);
+	if (mono() - last > 0.05)
+		view_tick(v, mono() - last);	/* the last partial interval */
 	view_final(v, mono() - t0);
 	return ret;
 }
