@@ -109,7 +109,7 @@ static unsigned gather(const struct hkv_pool *pool, struct hkv_res *r, unsigned 
 
 static bool page_free(const struct xindex *x, uint64_t rel)
 {
-	return !((x->allocated[rel / 64] >> (rel % 64)) & 1);
+	return xi_page_free(x, rel);
 }
 
 /* 1 if the page before (@after false) or after @e is free and would merge */

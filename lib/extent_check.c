@@ -17,7 +17,7 @@
 
 static bool is_free(const struct xindex *x, uint32_t p)
 {
-	return !(x->allocated[p >> 6] & (1ull << (p & 63)));
+	return xi_page_free(x, p);
 }
 
 /* every maximal free run (split at barriers) is one indexed node */
@@ -46,7 +46,7 @@ static int check_runs(const struct xindex *x, uint64_t *pages, uint64_t *runs,
 		      (unsigned long long)(x->base + x->node[id].start), x->node[id].len);
 		CHECK(x->tag[p - 1] == id, "run at %llu: tail tag is wrong",
 		      (unsigned long long)(x->base + s));
-		CHECK(!(x->in_unit[s >> 6] & (1ull << (s & 63))), "free page in a unit");
+		CHECK(xi_test_range(x->in_unit, s, p - s, false), "free page in a unit");
 		*pages += p - s;
 		(*runs)++;
 		if (p - s > *largest)

@@ -77,8 +77,8 @@ struct xindex {
 	uint64_t base;		/* absolute page of space page 0 */
 	uint32_t npages;
 	uint32_t barrier;	/* extents never cross multiples of this (0 = none) */
-	uint64_t *allocated;	/* 1 bit per page: allocated */
-	uint64_t *in_unit;	/* 1 bit per page: belongs to a cache unit */
+	uint64_t *allocated;	/* 1 bit per page: allocated (XI_WORD stride) */
+	uint64_t *in_unit;	/* 1 bit per page: in a cache unit (= allocated + 1) */
 	uint32_t *tag;		/* node id at first and last page of free extents */
 	struct fext *node;
 	uint32_t ncap, nused, free_node;	/* node array, free-list head */
@@ -98,6 +98,13 @@ struct xindex {
 	uint64_t tree_count;
 };
 
+/* page bitmaps interleave allocated and in_unit words: index with XI_WORD */
+#define XI_WORD(p)	(2 * ((p) >> 6))
+static inline bool xi_page_free(const struct xindex *x, uint64_t rel)
+{
+	return !(x->allocated[XI_WORD(rel)] & (1ull << (rel & 63)));
+}
+
 int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier);
 void xi_fini(struct xindex *x);
 /* extents of the best answer for n pages, or -ENOMEM; plans, takes nothing */
@@ -113,6 +120,7 @@ int xi_reserve(struct xindex *x, uint32_t extra);
 void xi_free(struct xindex *x, uint64_t start, uint64_t len);
 /* set/clear the allocated bits of absolute [start, start+len) */
 void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated);
+/* on x->allocated or x->in_unit (XI_WORD stride); bits are space-relative */
 bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set);
 void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set);
 /* sum over free extents of floor(len / r) * r: O(bins + large extents) */

@@ -216,6 +216,9 @@ static void test_check_catches_corruption(void **state)
 	x.allocated[0] &= ~1ull;		/* a page freed behind its back */
 	assert_int_equal(xi_check(&x), -EUCLEAN);
 	x.allocated[0] |= 1ull;
+	x.in_unit[0] |= 1ull << 40;		/* a free page in a unit */
+	assert_int_equal(xi_check(&x), -EUCLEAN);
+	x.in_unit[0] &= ~(1ull << 40);
 	x.free_pages++;
 	assert_int_equal(xi_check(&x), -EUCLEAN);
 	x.free_pages--;
@@ -227,7 +230,7 @@ static void test_check_catches_corruption(void **state)
 
 static void test_bit_ranges(void **state)
 {
-	uint64_t bits[4] = { 0 };
+	uint64_t bits[8] = { 0 };	/* words 0, 2, 4, 6 (XI_WORD stride) */
 
 	(void)state;
 	xi_set_range(bits, 60, 70, true);
@@ -236,10 +239,11 @@ static void test_bit_ranges(void **state)
 	assert_true(xi_test_range(bits, 130, 50, false));
 	assert_false(xi_test_range(bits, 129, 2, false));
 	assert_int_equal(bits[0], 0xfull << 60);
-	assert_int_equal(bits[1], ~0ull);
-	assert_int_equal(bits[2], 0x3);
+	assert_int_equal(bits[2], ~0ull);
+	assert_int_equal(bits[4], 0x3);
+	assert_int_equal(bits[1] | bits[3] | bits[5], 0);	/* the other map */
 	xi_set_range(bits, 64, 64, false);
-	assert_int_equal(bits[1], 0);
+	assert_int_equal(bits[2], 0);
 	assert_true(xi_test_range(bits, 0, 0, true));
 }
 
