@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_trace.c - the probe semaphores guard the expensive arguments: with
+ * no tracer attached the "frag" figures (a UFI pass over the exact bins)
+ * are never computed; with the semaphore set, as the kernel sets it when a
+ * tracer attaches, they are, at a rate-limited pace. The tracing itself
+ * (real BPF on a real process) is tested by tests/trace/run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "trace.h"
+
+#define NPAGES	(1u << 16)
+#define HELD	512
+
+/* alloc/free churn: mutations of the lanes, each a chance to fire frag */
+static unsigned long churn(struct hkv_pool *p, unsigned rounds)
+{
+	static struct hkv_extent ext[HELD][4];
+	static int n[HELD];
+	unsigned long muts = 0;
+
+	for (unsigned r = 0; r < rounds; r++) {
+		unsigned i = (r * 7919u) % HELD;
+
+		if (n[i] > 0) {
+			assert_int_equal(hkv_free(p, ext[i], n[i]), 0);
+			muts++;
+		}
+		n[i] = hkv_alloc(p, 1 + r % 37, HKV_LANE_ANY, 0, ext[i], 4);
+		assert_true(n[i] > 0);
+		muts++;
+	}
+	for (unsigned i = 0; i < HELD; i++, muts++)
+		if (n[i] > 0 && !hkv_free(p, ext[i], n[i]))
+			n[i] = 0;
+	return muts;
+}
+
+static struct hkv_pool *pool(void)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = NPAGES, .nlanes = 2,
+				   .backing = HKV_BACKING_NONE, .numa_node = -1 };
+	struct hkv_pool *p = NULL;
+
+	assert_int_equal(hkv_pool_create(&o, &p), 0);
+	return p;
+}
+
+static void frag_not_computed_untraced(void **state)
+{
+	struct hkv_pool *p = pool();
+	unsigned long before = trace_frag_computed;
+
+	(void)state;
+	assert_int_equal(hugekv_frag_semaphore, 0);
+	churn(p, 20000);
+	assert_int_equal(trace_frag_computed, before);
+	hkv_pool_destroy(p);
+}
+
+static void frag_computed_rate_limited_when_attached(void **state)
+{
+	struct hkv_pool *p = pool();
+	unsigned long before = trace_frag_computed, muts, n;
+
+	(void)state;
+	hugekv_frag_semaphore = 1;	/* what a tracer's attach does */
+	muts = churn(p, 20000);
+	hugekv_frag_semaphore = 0;
+	n = trace_frag_computed - before;
+	print_message("frag computed %lu times for %lu mutations\n", n, muts);
+	assert_true(n > 0);
+	assert_true(n < muts / 2);	/* rate-limited, not per operation */
+	before = trace_frag_computed;
+	churn(p, 1000);
+	assert_int_equal(trace_frag_computed, before);	/* detached again */
+	hkv_pool_destroy(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(frag_not_computed_untraced),
+		cmocka_unit_test(frag_computed_rate_limited_when_attached),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
