@@ -277,8 +277,12 @@ int arena_create(struct hkv_pool *pool, struct hkv_arena **out)
 		goto free_plan;
 	a->kv_bytes = p->kv_bytes;
 	a->base = reserve_range(p->arena_bytes, plan_granule(p), &err);
-	if (!a->base)
+	if (!a->base) {
+		hkv_log(HKV_LOG_ERR, "pool %llu: cannot reserve %llu bytes of address space: %s",
+			(unsigned long long)a->pool_id, (unsigned long long)p->arena_bytes,
+			strerror(-err));
 		goto free_plan;
+	}
 	a->bytes = p->arena_bytes;
 	err = map_all(a, p);
 	if (err)

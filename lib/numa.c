@@ -190,8 +190,11 @@ int topo_read(struct topo *t)
 	ret = read_thp(t->thp_mode, sizeof(t->thp_mode));
 	if (ret)
 		return ret;
-	if (os->getrlimit(RLIMIT_MEMLOCK, &rl))
-		return -errno;
+	if (os->getrlimit(RLIMIT_MEMLOCK, &rl)) {
+		ret = -errno;
+		hkv_log(HKV_LOG_ERR, "getrlimit(RLIMIT_MEMLOCK): %s", strerror(-ret));
+		return ret;
+	}
 	t->memlock = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 	return 0;
 }

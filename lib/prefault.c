@@ -108,7 +108,7 @@ static int collect(struct hkv_arena *a, struct arena_seg *s, struct slice *sl, u
 	if (touched)
 		hkv_log(HKV_LOG_WARN, "pool %llu node %d: no MADV_POPULATE_WRITE; touched pages",
 			(unsigned long long)a->pool_id, s->node);
-	s->threads = n - inline_runs;
+	s->threads = n - inline_runs ? n - inline_runs : 1;	/* 1: the creating thread */
 	return err;
 }
 
