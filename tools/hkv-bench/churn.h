@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * churn.h - the churn workload: an operation trace (allocations of sizes
+ * drawn from a distribution, whole and partial frees of live allocations)
+ * that is replayed, op for op, on hugekv and on the baselines it replaces.
+ */
+#ifndef HKV_BENCH_CHURN_H
+#define HKV_BENCH_CHURN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hugekv.h"
+#include "common.h"
+
+/* ---- allocators under test (hugekv and baselines.c) ---------------------- */
+struct balloc_ops {
+	const char *name;
+	/* slow: measured ops are capped by default (see --baseline-ops) */
+	uint64_t default_ops;
+	int (*create)(uint64_t npages, void **st);
+	void (*destroy)(void *st);
+	/* timed: n pages; extents into ext, or kept for collect(); returns the
+	 * extent count (0 when collect() counts), -ENOMEM, -ENOSPC */
+	int (*alloc)(void *st, uint32_t n, struct hkv_extent *ext, unsigned max);
+	/* untimed, optional: extents of the last alloc (token lists) */
+	int (*collect)(void *st, struct hkv_extent *ext, unsigned max);
+	/* timed */
+	int (*free)(void *st, const struct hkv_extent *ext, unsigned n);
+	/* optional, untimed: burn-in is over, switch to the measured design */
+	int (*measure)(void *st);
+};
+
+extern const struct balloc_ops bl_sorted_scan, bl_token_freelist, bl_bitmap_firstfit;
+extern const struct balloc_ops *const baselines[];	/* NULL-terminated */
+const struct balloc_ops *baseline_find(const char *name);
+
+/* ---- the operation trace ------------------------------------------------ */
+enum { OP_ALLOC, OP_FREE, OP_PARTIAL };
+
+struct op {
+	uint32_t kind;		/* OP_* */
+	uint32_t pages;		/* ALLOC: size; PARTIAL: pages kept */
+	uint32_t id;		/* allocation id (ALLOC ids count up from 0) */
+	uint32_t pad;
+};
+
+struct trace {
+	struct op *op;
+	uint64_t n, cap;
+	uint64_t measure_from;	/* ops before this are burn-in */
+	uint32_t nallocs;	/* ids used */
+	uint32_t max_size;
+};
+
+#define UFI_N	4
+extern const uint32_t ufi_r[UFI_N];	/* request sizes UFI is computed for */
+
+struct workload {
+	uint64_t npages;
+	double occupancy;	/* target live share */
+	double burnin;		/* burn-in churn, in multiples of npages */
+	uint64_t ops;		/* measured ops (allocs + frees) */
+	double split_share;	/* share of frees that release only a tail */
+	double touch_share;	/* LRU modes: a live unit touched per step */
+	int evict;		/* EVICT_* */
+	uint64_t seed;
+	struct sizes sizes;
+	uint64_t page_bytes;	/* hugekv pool: 0 = index-only */
+	int backing;
+	uint64_t interval;	/* timeline sample every N measured ops */
+};
+
+enum { EVICT_RANDOM, EVICT_LRU, EVICT_LRU_COALESCE };
+
+/* generate the trace of a random-victim workload (allocator independent) */
+int trace_generate(const struct workload *w, struct trace *t);
+void trace_free(struct trace *t);
+int trace_push(struct trace *t, uint32_t kind, uint32_t pages, uint32_t id);
+
+/* ---- results of one run ------------------------------------------------- */
+struct frag {
+	uint64_t free_pages, free_extents, largest;
+	double ufi[UFI_N];
+};
+
+struct tpoint {			/* one timeline sample */
+	uint64_t op;		/* measured ops done */
+	struct frag f;
+	double epa;		/* extents per alloc since the last sample */
+	double alloc_p50;	/* ns, since the last sample */
+};
+
+struct result {
+	const char *name;
+	uint64_t ops, allocs, frees;	/* measured */
+	struct samples alloc, free;	/* ticks, sorted after summarize */
+	struct lat alloc_ns, free_ns;
+	double epa_mean, epa_p99, multi_share;
+	uint64_t ext_max;
+	struct frag end;
+	struct tpoint *tl;
+	uint64_t ntl;
+	double seconds;		/* wall time of the whole run, burn-in included */
+};
+
+/* hugekv as an allocator: one lane, index-only or a memory pool */
+int hkv_adapter_ops(const struct workload *w, struct balloc_ops *out);
+extern struct hkv_pool *hkv_adapter_last_pool;	/* for hkv_stats_print */
+extern bool hkv_adapter_keep_pool;		/* do not destroy (demo) */
+
+/* replay t on an allocator; measured ops capped at max_ops (0 = all) */
+int replay(const struct balloc_ops *a, const struct workload *w,
+	   const struct trace *t, uint64_t max_ops, struct result *r);
+/* the LRU modes: hugekv chooses the victims; t (if not NULL) records them */
+int run_lru(const struct balloc_ops *hk, const struct workload *w,
+	    struct trace *t, struct result *r);
+void result_free(struct result *r);
+
+
+/* ---- one churn benchmark: hugekv repeated, then each baseline ------------ */
+#define CHURN_MAX_REPEAT	15
+#define CHURN_MAX_BASELINES	3
+
+struct churn {
+	struct workload w;
+	unsigned repeat;		/* hugekv runs; figures are their medians */
+	uint64_t baseline_ops;		/* 0 = each baseline's default */
+	const struct balloc_ops *bl[CHURN_MAX_BASELINES];
+	unsigned nbl;
+	bool stats;			/* print the last pool's hkv_stats */
+	bool quiet;			/* no progress lines on stderr */
+	bool json;			/* output */
+	const char *csv, *tag;
+	uint64_t page_size;		/* bytes per page, for display */
+	/* results */
+	struct trace t;
+	struct result hkv[CHURN_MAX_REPEAT];
+	struct lat alloc_med, free_med;	/* medians over the hugekv runs */
+	struct result blr[CHURN_MAX_BASELINES];
+	struct hkv_stats st;		/* hugekv pool after the first run */
+	bool have_st;
+};
+
+void churn_defaults(struct churn *c);
+/* 0, 1 (--help printed), or -EINVAL (message printed) */
+int churn_parse(struct churn *c, int argc, char **argv, const char *usage);
+int churn_run(struct churn *c);
+void churn_free(struct churn *c);
+const char *evict_name(int evict);
+
+/* report.c */
+void report_text(const struct churn *c, FILE *f);
+void report_json(const struct churn *c, FILE *f);
+int report_csv(const struct churn *c, const char *dir, const char *tag);
+void report_json_body(const struct churn *c, struct json *j);
+
+#endif /* HKV_BENCH_CHURN_H */

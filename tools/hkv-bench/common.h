@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * common.h - helpers shared by hkv-bench subcommands: the per-call timer,
+ * sample sets and percentiles, a tiny JSON writer, CSV files, a seeded RNG,
+ * request-size distributions and option parsing.
+ */
+#ifndef HKV_BENCH_COMMON_H
+#define HKV_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define HKV_BENCH_ARRAY(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- timer: rdtsc calibrated against CLOCK_MONOTONIC -------------------- */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+/* lfence keeps the measured call from leaking out of the window */
+static inline uint64_t tick(void)
+{
+	_mm_lfence();
+	uint64_t t = __rdtsc();
+	_mm_lfence();
+	return t;
+}
+#else
+#include <time.h>
+static inline uint64_t tick(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+#endif
+
+struct timer_info {
+	const char *source;	/* "rdtsc" or "clock_gettime" */
+	double ns_per_tick;
+	uint64_t overhead_ticks;	/* median cost of an empty tick() pair */
+};
+
+/* calibrate once; later calls return the cached result */
+const struct timer_info *timer_init(void);
+uint64_t now_ns(void);			/* CLOCK_MONOTONIC */
+
+/* ---- samples and percentiles ------------------------------------------ */
+struct samples {
+	uint32_t *v;			/* ticks, timer overhead subtracted */
+	size_t n, cap;
+};
+
+int samples_init(struct samples *s, size_t cap);
+void samples_free(struct samples *s);
+static inline void samples_add(struct samples *s, uint64_t t0, uint64_t t1,
+			       uint64_t overhead)
+{
+	uint64_t d = t1 - t0;
+
+	d = d > overhead ? d - overhead : 0;
+	if (s->n < s->cap)
+		s->v[s->n++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+}
+
+/* summary of a sample set in ns */
+struct lat {
+	size_t n;
+	double mean, p50, p90, p99, p999, max;
+};
+
+/* sorts s->v in place */
+void samples_summarize(struct samples *s, struct lat *out);
+/* quantile q in [0,1] of sorted samples, in ns */
+double samples_quantile_ns(const struct samples *s, double q);
+/* element-wise median of n summaries (medians of repeated runs) */
+void lat_median(const struct lat *runs, unsigned n, struct lat *out);
+double median_d(double *v, unsigned n);
+
+/* ---- JSON writer: keeps track of commas and nesting ---------------------- */
+struct json {
+	FILE *f;
+	int depth;
+	bool first[16];
+};
+
+void json_begin(struct json *j, FILE *f);
+void json_end(struct json *j);		/* closes the top object, newline */
+void json_obj(struct json *j, const char *key);	/* key NULL inside arrays */
+void json_obj_end(struct json *j);
+void json_arr(struct json *j, const char *key);
+void json_arr_end(struct json *j);
+void json_u64(struct json *j, const char *key, uint64_t v);
+void json_dbl(struct json *j, const char *key, double v);
+void json_str(struct json *j, const char *key, const char *v);
+void json_bool(struct json *j, const char *key, bool v);
+void json_lat(struct json *j, const char *key, const struct lat *l);
+
+/* ---- CSV ---------------------------------------------------------------- */
+/* opens DIR/NAME for writing (DIR created); prints why on failure */
+FILE *csv_open(const char *dir, const char *name, const char *header);
+
+/* ---- RNG: splitmix64 seeded, xoshiro256** ------------------------------- */
+struct rng {
+	uint64_t s[4];
+};
+
+void rng_seed(struct rng *r, uint64_t seed);
+uint64_t rng_next(struct rng *r);
+/* uniform in [0, n) */
+static inline uint64_t rng_below(struct rng *r, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)rng_next(r) * n) >> 64);
+}
+static inline double rng_unit(struct rng *r)	/* [0, 1) */
+{
+	return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+/* ---- request-size distribution ----------------------------------------- */
+struct sizes {
+	char name[64];
+	uint32_t *size;		/* distinct sizes */
+	double *cum;		/* cumulative probability */
+	size_t n;
+	double mean;
+};
+
+/* "default" (built in, heavy tailed) or a file of "pages count" lines;
+ * sizes above max_pages are dropped. Return: 0 or -errno, message printed */
+int sizes_load(struct sizes *d, const char *spec, uint64_t max_pages);
+void sizes_free(struct sizes *d);
+uint32_t sizes_draw(const struct sizes *d, struct rng *r);
+
+/* ---- bitmaps ------------------------------------------------------------ */
+void bits_fill(uint64_t *b, uint64_t start, uint64_t len, bool set);
+bool bits_all(const uint64_t *b, uint64_t start, uint64_t len, bool set);
+
+/* ---- options ------------------------------------------------------------ */
+/* "3.5M" -> 3500000 (k/m/g = 10^3..), "64K" bytes -> 65536 with binary=true */
+int parse_count(const char *s, bool binary, uint64_t *out);
+int parse_double(const char *s, double lo, double hi, double *out);
+/* "3.5M" style for humans */
+const char *fmt_count(uint64_t v, char *buf, size_t len);
+
+/* ---- environment -------------------------------------------------------- */
+/* bench runs pin to one CPU when asked (HKV_BENCH_CPU), for steadier tails */
+void bench_pin_cpu(void);
+
+#endif /* HKV_BENCH_COMMON_H */

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * report.c - the churn results as a table, one JSON object (shape in
+ * Kbuild-docs/dev-tools/hkv-bench.rst; keep it stable) and CSV files for
+ * scripts/plot-bench.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "churn.h"
+
+static double ratio(double base, double ours)
+{
+	return ours > 0 ? base / ours : 0;
+}
+
+static void text_row(FILE *f, const char *name, const struct result *r,
+		     const struct lat *a, const struct lat *fr)
+{
+	char ops[32];
+
+	fprintf(f, "%-16s %7s %9.0f %8.0f %9.0f %9.0f %10.0f %8.0f %8.0f %7.3f %5.0f %6.1f%% %8llu %8llu %6.3f\n",
+		name, fmt_count(r->ops, ops, sizeof(ops)), a->p50, a->p90, a->p99, a->p999,
+		a->max, fr->p50, fr->p99, r->epa_mean, r->epa_p99, 100 * r->multi_share,
+		(unsigned long long)r->end.free_extents, (unsigned long long)r->end.largest,
+		r->end.ufi[1]);
+}
+
+/**
+ * report_text() - the summary table and hugekv's ratios
+ * @c: a finished run
+ * @f: where to print
+ */
+void report_text(const struct churn *c, FILE *f)
+{
+	const struct timer_info *ti = timer_init();
+	const struct result *h = &c->hkv[0];
+	char pages[32];
+
+	fprintf(f, "churn: %s pages of %llu KiB (%.1f GB), occupancy %.3f, %s victims, "
+		"split %.2f, burn-in %.1fx, sizes %s (mean %.1f pages)%s\n",
+		fmt_count(c->w.npages, pages, sizeof(pages)),
+		(unsigned long long)(c->page_size >> 10),
+		c->w.npages * (double)c->page_size / 1e9, c->w.occupancy,
+		evict_name(c->w.evict), c->w.split_share, c->w.burnin, c->w.sizes.name,
+		c->w.sizes.mean, c->w.page_bytes ? ", memory pool" : ", index-only pool");
+	fprintf(f, "measured: %llu ops (%llu allocs, %llu frees) after %llu burn-in ops; "
+		"hugekv: median of %u runs; timer %s %.3f ns/tick, %.1f ns overhead subtracted\n\n",
+		(unsigned long long)h->ops, (unsigned long long)h->allocs,
+		(unsigned long long)h->frees, (unsigned long long)c->t.measure_from,
+		c->repeat, ti->source, ti->ns_per_tick, ti->overhead_ticks * ti->ns_per_tick);
+	fprintf(f, "%-16s %7s %9s %8s %9s %9s %10s %8s %8s %7s %5s %7s %8s %8s %6s\n",
+		"allocator", "ops", "alloc p50", "p90", "p99", "p999", "max ns",
+		"free p50", "p99", "ext/al", "p99", "multi", "free ext", "largest", "UFI64");
+	text_row(f, "hugekv", h, &c->alloc_med, &c->free_med);
+	for (unsigned b = 0; b < c->nbl; b++)
+		text_row(f, c->blr[b].name, &c->blr[b], &c->blr[b].alloc_ns, &c->blr[b].free_ns);
+	if (c->nbl)
+		fprintf(f, "\nhugekv vs baseline (baseline / hugekv; > 1 = hugekv better):\n");
+	for (unsigned b = 0; b < c->nbl; b++) {
+		const struct result *r = &c->blr[b];
+
+		fprintf(f, "  %-16s alloc p50 %9.1fx  p99 %9.1fx  free p50 %7.1fx  "
+			"extents/alloc %6.1fx  (%llu ops)\n", r->name,
+			ratio(r->alloc_ns.p50, c->alloc_med.p50),
+			ratio(r->alloc_ns.p99, c->alloc_med.p99),
+			ratio(r->free_ns.p50, c->free_med.p50),
+			ratio(r->epa_mean, h->epa_mean), (unsigned long long)r->ops);
+	}
+}
+
+static void json_ufi(struct json *j, const struct frag *fr)
+{
+	char key[16];
+
+	json_obj(j, "ufi");
+	for (int i = 0; i < UFI_N; i++) {
+		snprintf(key, sizeof(key), "%u", ufi_r[i]);
+		json_dbl(j, key, fr->ufi[i]);
+	}
+	json_obj_end(j);
+}
+
+static void json_result(struct json *j, const struct result *r,
+			const struct lat *a, const struct lat *f)
+{
+	json_u64(j, "ops", r->ops);
+	json_u64(j, "allocs", r->allocs);
+	json_u64(j, "frees", r->frees);
+	json_lat(j, "alloc_ns", a);
+	json_lat(j, "free_ns", f);
+	json_dbl(j, "extents_per_alloc", r->epa_mean);
+	json_u64(j, "extents_per_alloc_p99", (uint64_t)r->epa_p99);
+	json_u64(j, "extents_per_alloc_max", r->ext_max);
+	json_dbl(j, "multi_extent_share", r->multi_share);
+	json_u64(j, "free_pages", r->end.free_pages);
+	json_u64(j, "free_extents", r->end.free_extents);
+	json_u64(j, "largest_free_run", r->end.largest);
+	json_ufi(j, &r->end);
+	json_dbl(j, "seconds", r->seconds);
+}
+
+static void json_timeline(struct json *j, const struct result *r)
+{
+	json_arr(j, "timeline");
+	for (uint64_t i = 0; i < r->ntl; i++) {
+		const struct tpoint *p = &r->tl[i];
+
+		json_obj(j, NULL);
+		json_u64(j, "op", p->op);
+		json_u64(j, "free_extents", p->f.free_extents);
+		json_u64(j, "largest_free_run", p->f.largest);
+		json_dbl(j, "ufi64", p->f.ufi[1]);
+		json_dbl(j, "extents_per_alloc", p->epa);
+		json_dbl(j, "alloc_p50_ns", p->alloc_p50);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+static void json_baselines(struct json *j, const struct churn *c)
+{
+	const struct result *h = &c->hkv[0];
+
+	json_obj(j, "baselines");
+	for (unsigned b = 0; b < c->nbl; b++) {
+		const struct result *r = &c->blr[b];
+
+		json_obj(j, r->name);
+		json_result(j, r, &r->alloc_ns, &r->free_ns);
+		json_obj(j, "ratio");	/* baseline / hugekv */
+		json_dbl(j, "alloc_p50", ratio(r->alloc_ns.p50, c->alloc_med.p50));
+		json_dbl(j, "alloc_p99", ratio(r->alloc_ns.p99, c->alloc_med.p99));
+		json_dbl(j, "free_p50", ratio(r->free_ns.p50, c->free_med.p50));
+		json_dbl(j, "extents_per_alloc", ratio(r->epa_mean, h->epa_mean));
+		json_obj_end(j);
+		json_timeline(j, r);
+		json_obj_end(j);
+	}
+	json_obj_end(j);
+}
+
+/**
+ * report_json_body() - the churn fields, into an open JSON object
+ * @c: a finished run
+ * @j: the writer
+ */
+void report_json_body(const struct churn *c, struct json *j)
+{
+	const struct timer_info *ti = timer_init();
+	const struct result *h = &c->hkv[0];
+
+	json_u64(j, "pages", c->w.npages);
+	json_u64(j, "page_bytes", c->page_size);
+	json_bool(j, "memory", c->w.page_bytes != 0);
+	json_dbl(j, "occupancy", c->w.occupancy);
+	json_str(j, "evict", evict_name(c->w.evict));
+	json_str(j, "sizes", c->w.sizes.name);
+	json_dbl(j, "mean_size", c->w.sizes.mean);
+	json_dbl(j, "split_share", c->w.split_share);
+	json_dbl(j, "burnin", c->w.burnin);
+	json_u64(j, "burnin_ops", c->t.measure_from);
+	json_u64(j, "seed", c->w.seed);
+	json_u64(j, "repeat", c->repeat);
+	json_obj(j, "timer");
+	json_str(j, "source", ti->source);
+	json_dbl(j, "ns_per_tick", ti->ns_per_tick);
+	json_dbl(j, "overhead_ns", ti->overhead_ticks * ti->ns_per_tick);
+	json_obj_end(j);
+	json_result(j, h, &c->alloc_med, &c->free_med);
+	json_arr(j, "runs");
+	for (unsigned i = 0; i < c->repeat; i++) {
+		json_obj(j, NULL);
+		json_dbl(j, "alloc_p50", c->hkv[i].alloc_ns.p50);
+		json_dbl(j, "alloc_p99", c->hkv[i].alloc_ns.p99);
+		json_dbl(j, "free_p50", c->hkv[i].free_ns.p50);
+		json_dbl(j, "free_p99", c->hkv[i].free_ns.p99);
+		json_dbl(j, "seconds", c->hkv[i].seconds);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	if (c->have_st) {
+		json_obj(j, "hkv_stats");
+		json_u64(j, "metadata_bytes", c->st.metadata_bytes);
+		json_u64(j, "free_extents", c->st.free_extents);
+		json_u64(j, "largest_free_extent", c->st.largest_free_extent);
+		json_dbl(j, "extents_per_alloc", c->st.extents_per_alloc);
+		json_obj_end(j);
+	}
+	json_timeline(j, h);
+	json_baselines(j, c);
+}
+
+void report_json(const struct churn *c, FILE *f)
+{
+	struct json j;
+
+	json_begin(&j, f);
+	json_str(&j, "bench", "churn");
+	json_u64(&j, "version", 1);
+	report_json_body(c, &j);
+	json_end(&j);
+}
+
+/* ---- CSV ---------------------------------------------------------------- */
+static const double cdf_q[] = {
+	0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95,
+	0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 1.0,
+};
+
+static void csv_cdf(FILE *f, const struct result *r)
+{
+	for (int op = 0; op < 2; op++) {
+		const struct samples *s = op ? &r->free : &r->alloc;
+
+		for (size_t i = 0; i < HKV_BENCH_ARRAY(cdf_q) && s->n; i++)
+			fprintf(f, "%s,%s,%g,%.1f\n", r->name, op ? "free" : "alloc",
+				cdf_q[i], samples_quantile_ns(s, cdf_q[i]));
+	}
+}
+
+static void csv_summary(FILE *f, const struct result *r, const struct lat *a,
+			const struct lat *fr, const struct churn *c)
+{
+	fprintf(f, "%s,%llu,%.3f,%llu,%llu,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
+		"%.4f,%.0f,%.4f,%llu,%llu,%llu,%.4f,%.4f,%.4f,%.4f\n",
+		r->name, (unsigned long long)c->w.npages, c->w.occupancy,
+		(unsigned long long)r->ops, (unsigned long long)r->allocs, a->p50,
+		a->p90, a->p99, a->p999, a->max, fr->p50, fr->p99, fr->p999,
+		r->epa_mean, r->epa_p99, r->multi_share,
+		(unsigned long long)r->end.free_pages, (unsigned long long)r->end.free_extents,
+		(unsigned long long)r->end.largest, r->end.ufi[0], r->end.ufi[1],
+		r->end.ufi[2], r->end.ufi[3]);
+}
+
+static void csv_timeline(FILE *f, const struct result *r)
+{
+	for (uint64_t i = 0; i < r->ntl; i++) {
+		const struct tpoint *p = &r->tl[i];
+
+		fprintf(f, "%s,%llu,%llu,%llu,%llu,%.4f,%.4f,%.4f,%.4f,%.4f,%.1f\n", r->name,
+			(unsigned long long)p->op, (unsigned long long)p->f.free_pages,
+			(unsigned long long)p->f.free_extents, (unsigned long long)p->f.largest,
+			p->f.ufi[0], p->f.ufi[1], p->f.ufi[2], p->f.ufi[3], p->epa,
+			p->alloc_p50);
+	}
+}
+
+/**
+ * report_csv() - DIR/churn[-TAG]-{summary,cdf,timeline}.csv
+ * @c: a finished run
+ * @dir: directory (created)
+ * @tag: name part, or NULL
+ *
+ * Return: 0 or -EIO (message printed).
+ */
+int report_csv(const struct churn *c, const char *dir, const char *tag)
+{
+	static const char *const kind[] = { "summary", "cdf", "timeline" };
+	static const char *const head[] = {
+		"allocator,pages,occupancy,ops,allocs,alloc_p50,alloc_p90,alloc_p99,"
+		"alloc_p999,alloc_max,free_p50,free_p99,free_p999,extents_per_alloc,"
+		"extents_per_alloc_p99,multi_extent_share,free_pages,free_extents,"
+		"largest_free_run,ufi16,ufi64,ufi256,ufi1024",
+		"allocator,op,quantile,ns",
+		"allocator,op,free_pages,free_extents,largest_free_run,ufi16,ufi64,"
+		"ufi256,ufi1024,extents_per_alloc,alloc_p50",
+	};
+	char name[256];
+
+	for (int k = 0; k < 3; k++) {
+		FILE *f;
+
+		snprintf(name, sizeof(name), "churn%s%s-%s.csv", tag ? "-" : "",
+			 tag ? tag : "", kind[k]);
+		f = csv_open(dir, name, head[k]);
+		if (!f)
+			return -EIO;
+		for (int b = -1; b < (int)c->nbl; b++) {
+			const struct result *r = b < 0 ? &c->hkv[0] : &c->blr[b];
+
+			if (k == 0)
+				csv_summary(f, r, b < 0 ? &c->alloc_med : &r->alloc_ns,
+					    b < 0 ? &c->free_med : &r->free_ns, c);
+			else if (k == 1)
+				csv_cdf(f, r);
+			else
+				csv_timeline(f, r);
+		}
+		if (fclose(f))
+			return -EIO;
+	}
+	return 0;
+}
