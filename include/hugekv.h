@@ -84,8 +84,10 @@ struct hkv_extent {
  * @free_room_high: high watermark, fraction of npages (>= low)
  * @chunk_bytes: cap of one registration chunk in bytes (0 = none); extents
  *	never cross a chunk boundary. Rounded down to whole pages.
- * @evict_window: victim window among the coldest units (0 = default 8,
- *	1 = plain LRU)
+ * @evict_window: victim window among the coldest unpinned units; within
+ *	it the unit whose extents border the most free pages is evicted
+ *	(0 = default 1 = plain LRU; hkv-bench evict measured no gain in
+ *	extents per allocation from a window of 8, only slower runs)
  */
 struct hkv_pool_opts {
 	size_t sz;
@@ -426,7 +428,10 @@ HKV_API int hkv_regions(const struct hkv_pool *pool, struct hkv_region *r, unsig
  * @n: number of extents
  *
  * Runs after the unit left the LRU and before its pages are freed. It must
- * not call into the pool.
+ * not call into the pool. It runs on the thread that evicts (hkv_evict() or
+ * an HKV_ALLOC_EVICT allocation), under the pool's residency lock and with
+ * no lane lock held: residency calls from other threads wait for it, plain
+ * allocations and frees do not. Keep it short.
  */
 typedef void (*hkv_evict_fn)(void *ctx, uint64_t unit,
 			     const struct hkv_extent *ext, unsigned n);
@@ -439,6 +444,13 @@ typedef void (*hkv_evict_fn)(void *ctx, uint64_t unit,
  * @n: number of extents
  *
  * The new unit is the most recently used.
+ *
+ * Concurrency: all hkv_unit_*() calls, hkv_evict() and HKV_ALLOC_EVICT
+ * allocations may run at the same time from any threads (for example a
+ * scheduler thread adds, touches and pins; transfer threads unpin on
+ * completion); they serialize on one residency lock per pool. A unit that
+ * is pinned when an eviction looks at it is never chosen, and a pin that
+ * returns 0 protects the unit until the matching unpin.
  *
  * Return: 0, or -EEXIST (id taken), -EINVAL (a page not allocated, already
  * in a unit, or named twice), -ENOMEM.
@@ -480,7 +492,9 @@ HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit);
  * @at_page: pages (in unit page order) that stay in @unit, 0 < at < size
  * @new_unit: id of the unit that takes the rest
  *
- * Both halves keep the pin count and the LRU position.
+ * Both halves keep the pin count and the LRU position, so a split while a
+ * transfer is in flight leaves both halves protected; each half then needs
+ * its own unpins.
  *
  * Return: 0, or -ENOENT, -EEXIST (@new_unit taken), -EINVAL (@at_page),
  * -ENOMEM.
@@ -494,7 +508,8 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
  * @unit: the unit's id
  * @flags: HKV_UNIT_FREE frees its pages too, else they stay allocated
  *
- * Return: 0, or -ENOENT, -EBUSY (pinned).
+ * Return: 0, or -ENOENT, -EBUSY (pinned), -EINVAL (unknown @flags), -ENOMEM
+ * (HKV_UNIT_FREE: the free-extent index could not grow; nothing changed).
  */
 HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags);
 
@@ -511,7 +526,11 @@ HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
  * @pool: the pool
  * @target_free: absolute free-page count to reach
  *
- * Return: pages freed (>= 0; short when nothing more is evictable).
+ * Coldest unpinned units first; each is passed to the evict callback. May
+ * run concurrently with pins and unpins (see hkv_unit_add()).
+ *
+ * Return: pages freed (>= 0; short when nothing more is evictable), or
+ * -EINVAL for a NULL @pool.
  */
 HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free);
 

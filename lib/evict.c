@@ -112,32 +112,44 @@ static bool page_free(const struct xindex *x, uint64_t rel)
 	return xi_page_free(x, rel);
 }
 
+/*
+ * Scoring reads the allocated bits of the lanes the candidates live in; it
+ * holds one lane lock at a time (*held), switching only when a candidate's
+ * extent lies in another lane, so a window usually costs one lock round.
+ */
+static const struct xindex *hold(struct hkv_pool *pool, uint64_t page, unsigned *held)
+{
+	unsigned li = lane_of(pool, page);
+
+	if (li != *held) {
+		if (*held != HKV_LANE_ANY)
+			lane_unlock(&pool->lanes[*held]);
+		lane_lock(&pool->lanes[li]);
+		*held = li;
+	}
+	return &pool->lanes[li].xi;
+}
+
 /* 1 if the page before (@after false) or after @e is free and would merge */
-static unsigned border(struct hkv_pool *pool, const struct hkv_extent *e, bool after)
+static unsigned border(struct hkv_pool *pool, const struct hkv_extent *e, bool after,
+		       unsigned *held)
 {
 	uint64_t edge = after ? e->start + e->len - 1 : e->start;
-	struct lane *l = &pool->lanes[lane_of(pool, edge)];
-	const struct xindex *x = &l->xi;
-	uint64_t rel = edge - x->base;	/* the boundary sits before rel */
-	unsigned hit = 0;
+	const struct xindex *x = hold(pool, edge, held);
+	uint64_t rel = edge - x->base + after;	/* the boundary sits before rel */
 
-	if (after)
-		rel++;
 	if (rel == 0 || rel >= x->npages || (x->barrier && (x->base + rel) % x->barrier == 0))
 		return 0;
-	lane_lock(l);
-	hit = page_free(x, after ? rel : rel - 1);
-	lane_unlock(l);
-	return hit;
+	return page_free(x, after ? rel : rel - 1);
 }
 
 /* how many of @u's extent edges border free pages: O(extents) */
-static unsigned border_score(struct hkv_pool *pool, const struct res_unit *u)
+static unsigned border_score(struct hkv_pool *pool, const struct res_unit *u, unsigned *held)
 {
 	unsigned s = 0;
 
 	for (unsigned i = 0; i < u->n; i++)
-		s += border(pool, &u->ext[i], false) + border(pool, &u->ext[i], true);
+		s += border(pool, &u->ext[i], false, held) + border(pool, &u->ext[i], true, held);
 	return s;
 }
 
@@ -145,20 +157,21 @@ static unsigned border_score(struct hkv_pool *pool, const struct res_unit *u)
 static struct res_unit *pick_victim(struct hkv_pool *pool, struct hkv_res *r, unsigned lane)
 {
 	struct res_unit **cand = r->cand, *best;
-	unsigned k = gather(pool, r, lane, cand, r->window), best_s;
+	unsigned k = gather(pool, r, lane, cand, r->window), best_s, held = HKV_LANE_ANY;
 
 	if (k <= 1)
 		return k ? cand[0] : NULL;
 	best = cand[0];
-	best_s = border_score(pool, best);
+	best_s = border_score(pool, best, &held);
 	for (unsigned i = 1; i < k && best_s < 2 * best->n; i++) {
-		unsigned s = border_score(pool, cand[i]);
+		unsigned s = border_score(pool, cand[i], &held);
 
 		if (s > best_s) {
 			best = cand[i];
 			best_s = s;
 		}
 	}
+	lane_unlock(&pool->lanes[held]);
 	return best;
 }
 

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-#define RES_DEF_WINDOW	8
+#define RES_DEF_WINDOW	1	/* plain LRU: a window of 8 measured no gain */
 
 /**
  * struct res_unit - one cache unit

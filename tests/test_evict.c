@@ -309,7 +309,7 @@ static void test_victim_window(void **state)
 	assert_int_equal(largest, 10);
 	assert_int_equal(first_victim(8, &largest), 4);
 	assert_int_equal(largest, 20);
-	assert_int_equal(first_victim(0, &largest), 4);	/* 0 = default 8 */
+	assert_int_equal(first_victim(0, &largest), 0);	/* 0 = default 1 */
 	assert_int_equal(first_victim(3, &largest), 0);	/* 4 is outside */
 }
 

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * evict.c - hkv-bench evict: planned eviction in a full cache.
+ *
+ * Every allocation (HKV_ALLOC_EVICT, heavy-tailed sizes) becomes a cache
+ * unit; live units are touched at random (radix hits); the free-room
+ * watermarks hold occupancy at the target. Per occupancy it runs four
+ * configurations in the same process: victim window 1 (plain LRU) vs 8
+ * (prefer cold units that border free extents), each without (low == high)
+ * and with a watermark gap, and reports extents per allocation, the share
+ * of multi-extent allocations, eviction runs, units per run and the latency
+ * of hkv_alloc (eviction included), medians over --repeat seeds.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "common.h"
+#include "hugekv.h"
+
+#define EV_MAX_EXT	4096
+
+struct ev_cfg {
+	uint64_t npages, ops, warm, seed;
+	double occ, gap, touch, remove;
+	unsigned window;
+	const struct sizes *sizes;
+};
+
+struct ev_res {
+	double epa, multi;		/* extents per allocation, multi-extent share */
+	double runs_per_kalloc, units_per_run;
+	uint64_t allocs, failures;
+	struct lat lat;
+};
+
+/* live unit ids, swap-removed by the evict callback */
+struct ev_live {
+	uint64_t *id, *pos, n;
+};
+
+static void ev_on_evict(void *ctx, uint64_t unit, const struct hkv_extent *ext, unsigned n)
+{
+	struct ev_live *l = ctx;
+	uint64_t i = l->pos[unit];
+
+	(void)ext;
+	(void)n;
+	l->id[i] = l->id[--l->n];
+	l->pos[l->id[i]] = i;
+}
+
+/* the engine drops a random unit (radix pruning, an aborted request) */
+static int ev_remove(struct hkv_pool *p, struct rng *r, struct ev_live *l)
+{
+	uint64_t i = rng_below(r, l->n), id = l->id[i];
+
+	l->id[i] = l->id[--l->n];
+	l->pos[l->id[i]] = i;
+	return hkv_unit_remove(p, id, HKV_UNIT_FREE);
+}
+
+static int ev_pool(const struct ev_cfg *c, struct hkv_pool **out)
+{
+	double low = 1.0 - c->occ, high = low + c->gap;
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = c->npages, .nlanes = 1,
+				   .evict_window = c->window, .free_room_low = low,
+				   .free_room_high = high > 1 ? 1 : high };
+
+	return hkv_pool_create(&o, out);
+}
+
+/* one step: maybe touch a live unit, then allocate a unit with eviction */
+static int ev_step(struct hkv_pool *p, const struct ev_cfg *c, struct rng *r,
+		   struct ev_live *l, struct hkv_extent *ext, uint64_t id,
+		   struct samples *s, struct ev_res *res, uint64_t overhead)
+{
+	uint32_t pages = sizes_draw(c->sizes, r);
+	uint64_t t0, t1;
+	int k;
+
+	if (l->n && rng_unit(r) < c->touch &&
+	    hkv_unit_touch(p, l->id[rng_below(r, l->n)]))
+		return -EUCLEAN;
+	if (l->n && rng_unit(r) < c->remove && ev_remove(p, r, l))
+		return -EUCLEAN;
+	t0 = tick();
+	k = hkv_alloc(p, pages, 0, HKV_ALLOC_EVICT, ext, EV_MAX_EXT);
+	t1 = tick();
+	if (k < 0) {
+		res->failures += s != NULL;
+		return 0;
+	}
+	if (s) {
+		samples_add(s, t0, t1, overhead);
+		res->allocs++;
+		res->epa += k;
+		res->multi += k > 1;
+	}
+	l->pos[id] = l->n;
+	l->id[l->n++] = id;
+	return hkv_unit_add(p, id, ext, (unsigned)k);
+}
+
+static int ev_run(const struct ev_cfg *c, struct ev_res *res)
+{
+	struct hkv_stats st0 = { .sz = sizeof(st0) }, st1 = { .sz = sizeof(st1) };
+	uint64_t total = c->warm + c->ops, overhead = timer_init()->overhead_ticks;
+	struct ev_live l = { 0 };
+	struct hkv_extent *ext = malloc(EV_MAX_EXT * sizeof(*ext));
+	struct hkv_pool *p = NULL;
+	struct samples s = { 0 };
+	struct rng r;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	l.id = malloc(total * sizeof(*l.id));
+	l.pos = malloc(total * sizeof(*l.pos));
+	err = ext && l.id && l.pos ? samples_init(&s, c->ops) : -ENOMEM;
+	if (!err)
+		err = ev_pool(c, &p);
+	if (err)
+		goto free_bufs;
+	hkv_set_evict_fn(p, ev_on_evict, &l);
+	rng_seed(&r, c->seed);
+	for (uint64_t i = 0; i < total && !err; i++) {
+		if (i == c->warm)
+			hkv_stats(p, &st0);
+		err = ev_step(p, c, &r, &l, ext, i, i >= c->warm ? &s : NULL, res, overhead);
+	}
+	hkv_stats(p, &st1);
+	samples_summarize(&s, &res->lat);
+	if (res->allocs) {
+		res->epa /= res->allocs;
+		res->multi /= res->allocs;
+		res->runs_per_kalloc = 1000.0 * (st1.eviction_runs - st0.eviction_runs) / res->allocs;
+	}
+	if (st1.eviction_runs > st0.eviction_runs)
+		res->units_per_run = (double)(st1.evictions - st0.evictions) /
+				     (st1.eviction_runs - st0.eviction_runs);
+	hkv_pool_destroy(p);
+free_bufs:
+	samples_free(&s);
+	free(l.pos);
+	free(l.id);
+	free(ext);
+	return err;
+}
+
+/* medians over @rep seeds */
+static int ev_median(struct ev_cfg c, unsigned rep, struct ev_res *out)
+{
+	struct ev_res *runs = calloc(rep, sizeof(*runs));
+	struct lat *lats = calloc(rep, sizeof(*lats));
+	double v[5][64];
+	uint64_t o_seed = c.seed;
+	int err = runs && lats ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; i < rep && !err; i++) {
+		c.seed = o_seed + i;
+		err = ev_run(&c, &runs[i]);
+		lats[i] = runs[i].lat;
+		v[0][i] = runs[i].epa;
+		v[1][i] = runs[i].multi;
+		v[2][i] = runs[i].runs_per_kalloc;
+		v[3][i] = runs[i].units_per_run;
+		v[4][i] = (double)runs[i].failures;
+	}
+	if (!err) {
+		*out = runs[0];
+		out->epa = median_d(v[0], rep);
+		out->multi = median_d(v[1], rep);
+		out->runs_per_kalloc = median_d(v[2], rep);
+		out->units_per_run = median_d(v[3], rep);
+		out->failures = (uint64_t)median_d(v[4], rep);
+		lat_median(lats, rep, &out->lat);
+	}
+	free(lats);
+	free(runs);
+	return err;
+}
+
+static void ev_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hkv-bench evict [options]\n"
+		"  planned eviction in a full cache: extents per allocation and eviction\n"
+		"  runs, victim window 1 (plain LRU) vs 8 (prefer units bordering free\n"
+		"  extents), without and with a watermark gap, at each occupancy.\n\n"
+		"  --npages N       index-only pool size (default 1M)\n"
+		"  --occupancy LIST comma-separated percentages (default 95,98)\n"
+		"  --gap PCT        high - low watermark in %% of the pool (default 1)\n"
+		"  --ops N          measured allocations per run (default 200K)\n"
+		"  --warm N         allocations before measuring (default 3 x fill)\n"
+		"  --touch P        probability of touching a live unit per step (default 0.5)\n"
+		"  --remove P       probability of removing a random live unit (default 0)\n"
+		"  --sizes SPEC     request sizes: default (n^-1.6, 1..4096) or a file\n"
+		"  --repeat R       seeds per configuration, medians reported (default 3)\n"
+		"  --seed S         first seed (default 1)\n"
+		"  --json           one JSON object on stdout\n"
+		"  --csv DIR        write DIR/evict.csv\n"
+		"  -h, --help       this text\n");
+}
+
+struct ev_opts {
+	struct ev_cfg c;
+	double occ[8];
+	unsigned nocc, rep;
+	bool json;
+	const char *csv, *sizes;
+};
+
+static int ev_parse_occ(const char *s, struct ev_opts *o)
+{
+	char buf[256], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	o->nocc = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nocc == HKV_BENCH_ARRAY(o->occ) ||
+		    parse_double(tok, 1, 99.9, &o->occ[o->nocc]))
+			return -EINVAL;
+		o->occ[o->nocc++] /= 100;
+	}
+	return o->nocc ? 0 : -EINVAL;
+}
+
+static int ev_parse(int argc, char **argv, struct ev_opts *o)
+{
+	static const struct option lo[] = {
+		{ "npages", 1, NULL, 'n' }, { "occupancy", 1, NULL, 'o' },
+		{ "gap", 1, NULL, 'g' }, { "ops", 1, NULL, 'p' }, { "warm", 1, NULL, 'w' },
+		{ "touch", 1, NULL, 't' }, { "remove", 1, NULL, 'x' }, { "sizes", 1, NULL, 's' },
+		{ "repeat", 1, NULL, 'r' }, { "seed", 1, NULL, 'S' },
+		{ "json", 0, NULL, 'j' }, { "csv", 1, NULL, 'c' }, { "help", 0, NULL, 'h' },
+		{ 0 }
+	};
+	uint64_t v;
+	int ch, err = 0;
+
+	optind = 1;
+	while (!err && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'n': err = parse_count(optarg, false, &o->c.npages); break;
+		case 'o': err = ev_parse_occ(optarg, o); break;
+		case 'g': err = parse_double(optarg, 0, 50, &o->c.gap); o->c.gap /= 100; break;
+		case 'p': err = parse_count(optarg, false, &o->c.ops); break;
+		case 'w': err = parse_count(optarg, false, &o->c.warm); break;
+		case 't': err = parse_double(optarg, 0, 1, &o->c.touch); break;
+		case 'x': err = parse_double(optarg, 0, 1, &o->c.remove); break;
+		case 's': o->sizes = optarg; break;
+		case 'r': err = parse_count(optarg, false, &v);
+			  err = err || !v || v > 64 ? -EINVAL : 0; o->rep = (unsigned)v; break;
+		case 'S': err = parse_count(optarg, false, &o->c.seed); break;
+		case 'j': o->json = true; break;
+		case 'c': o->csv = optarg; break;
+		case 'h': ev_usage(stdout); return 1;
+		default: err = -EINVAL;
+		}
+	}
+	if (err || optind < argc || !o->c.npages || !o->c.ops) {
+		ev_usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void ev_print_row(FILE *f, const struct ev_cfg *c, const struct ev_res *r)
+{
+	fprintf(f, "%5.1f %5.2f %6u %9.3f %6.1f%% %8.2f %9.1f %7.0f %7.0f %8.0f %6llu\n",
+		100 * c->occ, 100 * c->gap, c->window, r->epa, 100 * r->multi,
+		r->runs_per_kalloc, r->units_per_run, r->lat.p50, r->lat.p99, r->lat.p999,
+		(unsigned long long)r->failures);
+}
+
+static void ev_json_row(struct json *j, const struct ev_cfg *c, const struct ev_res *r)
+{
+	json_obj(j, NULL);
+	json_dbl(j, "occupancy", c->occ);
+	json_dbl(j, "gap", c->gap);
+	json_u64(j, "window", c->window);
+	json_dbl(j, "extents_per_alloc", r->epa);
+	json_dbl(j, "multi_extent_share", r->multi);
+	json_dbl(j, "eviction_runs_per_1k_allocs", r->runs_per_kalloc);
+	json_dbl(j, "units_per_run", r->units_per_run);
+	json_u64(j, "alloc_failures", r->failures);
+	json_lat(j, "alloc_ns", &r->lat);
+	json_obj_end(j);
+}
+
+/**
+ * bench_evict() - hkv-bench evict
+ * @argc: argument count, argv[0] = "evict"
+ * @argv: arguments
+ *
+ * Return: process exit status.
+ */
+int bench_evict(int argc, char **argv)
+{
+	struct ev_opts o = { .c = { .npages = 1000000, .ops = 200000, .seed = 1, .gap = 0.01,
+				    .touch = 0.5 },
+			     .occ = { 0.95, 0.98 }, .nocc = 2, .rep = 3, .sizes = "default" };
+	struct ev_res res[8][4];
+	struct sizes sz;
+	FILE *csv = NULL;
+	struct json j;
+	int err = ev_parse(argc, argv, &o);
+
+	if (err)
+		return err > 0 ? 0 : 2;
+	if (sizes_load(&sz, o.sizes, o.c.npages / 64))
+		return 2;
+	o.c.sizes = &sz;
+	if (!o.c.warm)
+		o.c.warm = (uint64_t)(3 * o.c.npages / sz.mean);
+	if (o.csv && !(csv = csv_open(o.csv, "evict.csv",
+			"occupancy,gap,window,extents_per_alloc,multi_share,runs_per_1k,"
+			"units_per_run,p50_ns,p99_ns,p999_ns,failures"))) {
+		sizes_free(&sz);
+		return 2;
+	}
+	if (!o.json)
+		printf("hkv-bench evict: %llu pages, sizes %s (mean %.1f), %llu+%llu allocs, "
+		       "touch %.2f, remove %.2f, median of %u seeds\n"
+		       "  occ%%  gap%% window ext/alloc  multi  runs/1k units/run  p50ns   p99ns"
+		       "   p999ns  fails\n",
+		       (unsigned long long)o.c.npages, sz.name, sz.mean,
+		       (unsigned long long)o.c.warm, (unsigned long long)o.c.ops, o.c.touch, o.c.remove, o.rep);
+	for (unsigned i = 0; i < o.nocc && !err; i++) {
+		for (unsigned k = 0; k < 4 && !err; k++) {
+			struct ev_cfg c = o.c;
+
+			c.occ = o.occ[i];
+			c.gap = k & 2 ? o.c.gap : 0;
+			c.window = k & 1 ? 8 : 1;
+			err = ev_median(c, o.rep, &res[i][k]);
+			if (!err && !o.json)
+				ev_print_row(stdout, &c, &res[i][k]);
+			if (!err && csv)
+				fprintf(csv, "%g,%g,%u,%.4f,%.4f,%.3f,%.2f,%.0f,%.0f,%.0f,%llu\n",
+					c.occ, c.gap, c.window, res[i][k].epa, res[i][k].multi,
+					res[i][k].runs_per_kalloc, res[i][k].units_per_run,
+					res[i][k].lat.p50, res[i][k].lat.p99, res[i][k].lat.p999,
+					(unsigned long long)res[i][k].failures);
+		}
+	}
+	if (err) {
+		fprintf(stderr, "hkv-bench evict: %s\n", hkv_strerror(err));
+	} else if (o.json) {
+		json_begin(&j, stdout);
+		json_str(&j, "bench", "evict");
+		json_u64(&j, "npages", o.c.npages);
+		json_str(&j, "sizes", sz.name);
+		json_u64(&j, "ops", o.c.ops);
+		json_dbl(&j, "touch", o.c.touch);
+		json_dbl(&j, "remove", o.c.remove);
+		json_u64(&j, "repeat", o.rep);
+		json_arr(&j, "results");
+		for (unsigned i = 0; i < o.nocc; i++) {
+			for (unsigned k = 0; k < 4; k++) {
+				struct ev_cfg c = o.c;
+
+				c.occ = o.occ[i];
+				c.gap = k & 2 ? o.c.gap : 0;
+				c.window = k & 1 ? 8 : 1;
+				ev_json_row(&j, &c, &res[i][k]);
+			}
+		}
+		json_arr_end(&j);
+		json_end(&j);
+	} else {
+		for (unsigned i = 0; i < o.nocc; i++)
+			printf("occupancy %.1f%%: ext/alloc window 8 / window 1 = %.3f (no gap), "
+			       "%.3f (gap); eviction runs gap / no gap = %.3f (window 1)\n",
+			       100 * o.occ[i], res[i][1].epa / res[i][0].epa,
+			       res[i][3].epa / res[i][2].epa,
+			       res[i][2].runs_per_kalloc / res[i][0].runs_per_kalloc);
+	}
+	if (csv)
+		fclose(csv);
+	sizes_free(&sz);
+	return err ? 1 : 0;
+}
