@@ -159,12 +159,14 @@ static int fk_node_cpus(int node, cpu_set_t *set)
 
 static void *fk_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	if ((flags & MAP_HUGETLB) && (flags & (0x3f << MAP_HUGE_SHIFT)) == MAP_HUGE_1GB) {
+	const int size_bits = (int)(0x3fu << MAP_HUGE_SHIFT);
+
+	if ((flags & MAP_HUGETLB) && (flags & size_bits) == MAP_HUGE_1GB) {
 		if (fk.map_1g_fails) {
 			errno = EINVAL;
 			return MAP_FAILED;
 		}
-		flags = (flags & ~(0x3f << MAP_HUGE_SHIFT)) | MAP_HUGE_2MB;
+		flags = (flags & ~size_bits) | MAP_HUGE_2MB;
 	}
 	return tm_ops.mmap(addr, len, prot, flags, fd, off);
 }
