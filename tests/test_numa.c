@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_numa.c - topology (lib/numa.c): this machine as libnuma and sysfs
+ * describe it, cross-checked against /proc and sysconf; node lists; a
+ * missing 1 GiB pool; more nodes than reported inline; node CPUs that
+ * cannot be read (reported, prefault unpinned); and the plan's choice of
+ * backing from those numbers (plan.c), without mapping anything.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "hkv_test_mem.h"
+
+static void t_parse_list(void **state)
+{
+	uint64_t m[2];
+
+	(void)state;
+	assert_int_equal(numa_parse_list("0", m, 128), 0);
+	assert_int_equal(m[0], 1);
+	assert_int_equal(numa_parse_list("0-3,5\n", m, 128), 0);
+	assert_int_equal(m[0], 0x2f);
+	assert_int_equal(numa_parse_list("64,127", m, 128), 0);
+	assert_int_equal(m[0], 0);
+	assert_int_equal(m[1], 1ull | 1ull << 63);
+	assert_int_equal(numa_parse_list("", m, 128), 0);
+	assert_int_equal(m[0] | m[1], 0);
+	assert_int_equal(numa_parse_list("128", m, 128), -EINVAL);
+	assert_int_equal(numa_parse_list("3-1", m, 128), -EINVAL);
+	assert_int_equal(numa_parse_list("a", m, 128), -EINVAL);
+	assert_int_equal(numa_parse_list("1-", m, 128), -EINVAL);
+	assert_int_equal(numa_parse_list("1;2", m, 128), -EINVAL);
+}
+
+static void t_this_machine(void **state)
+{
+	struct topo t;
+	struct rlimit rl;
+	const struct topo_node *n;
+
+	(void)state;
+	assert_int_equal(topo_read(&t), 0);
+	assert_true(t.numa);
+	assert_true(t.nnodes >= 1);
+	n = topo_find(&t, 0);
+	assert_non_null(n);
+	assert_null(topo_find(&t, 4000));
+	assert_int_equal(n->ncpus, sysconf(_SC_NPROCESSORS_ONLN));	/* one node here */
+	assert_true(n->huge_2m.present);
+	assert_true(t.glob_2m.present);
+	assert_int_equal(t.glob_2m.total, tm_meminfo("HugePages_Total"));
+	assert_true(n->huge_2m.free <= n->huge_2m.total);
+	assert_int_equal(topo_pool(n, HKV_PGSZ_2M), &n->huge_2m);
+	assert_int_equal(topo_pool(n, HKV_PGSZ_1G), &n->huge_1g);
+	assert_null(topo_pool(n, HKV_PGSZ_4K));
+	assert_int_equal(topo_glob(&t, HKV_PGSZ_1G), &t.glob_1g);
+	assert_null(topo_glob(&t, 12345));
+	assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	assert_int_equal(t.memlock, rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur);
+	if (!access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK))
+		assert_true(!strcmp(t.thp_mode, "always") || !strcmp(t.thp_mode, "madvise") ||
+			    !strcmp(t.thp_mode, "never"));
+	/* no 1 GiB pages on this machine: absent, not an error */
+	if (access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
+		assert_false(t.glob_1g.present || n->huge_1g.present);
+}
+
+static int max_node_99(void)
+{
+	return 99;
+}
+
+static long long every_node(int node)
+{
+	(void)node;
+	return 1ll << 30;
+}
+
+static int node_cpus_0(int node, cpu_set_t *set)
+{
+	(void)node;
+	return os_default_ops.node_cpus(0, set);
+}
+
+static int open_node0(const char *path, int flags)
+{
+	char p[256], *s;
+
+	snprintf(p, sizeof(p), "%s", path);
+	s = strstr(p, "/node");
+	if (s && s[5] >= '0' && s[5] <= '9') {	/* every node reads node 0's files */
+		size_t tail = strlen(strchr(s + 5, '/'));
+
+		memmove(s + 6, strchr(s + 5, '/'), tail + 1);
+		s[5] = '0';
+	}
+	return os_default_ops.open(p, flags);
+}
+
+/* 100 nodes: the first HKV_MAX_NODES are used, and it says so */
+static void t_many_nodes(void **state)
+{
+	struct os_ops ops = tm_ops;
+	struct tm_log lg;
+	struct topo t;
+
+	(void)state;
+	ops.numa_max_node = max_node_99;
+	ops.node_size = every_node;
+	ops.node_cpus = node_cpus_0;
+	ops.open = open_node0;
+	tm_log_capture(&lg);
+	os_set_ops(&ops);
+	assert_int_equal(topo_read(&t), 0);
+	os_set_ops(NULL);
+	tm_log_capture(NULL);
+	assert_int_equal(t.nnodes, HKV_MAX_NODES);
+	assert_int_equal(t.node[HKV_MAX_NODES - 1].node, HKV_MAX_NODES - 1);
+	assert_true(tm_log_has(&lg, "more than 16 memory nodes"));
+}
+
+static void t_node_cpus_fail(void **state)
+{
+	struct tm_fault f = { TM_NODE_CPUS, 0, EIO };
+	struct tm_log lg;
+	struct topo t;
+
+	(void)state;
+	tm_log_capture(&lg);
+	tm_inject(&f);
+	assert_int_equal(topo_read(&t), 0);
+	tm_reset();
+	tm_log_capture(NULL);
+	assert_int_equal(t.node[0].ncpus, 0);
+	assert_true(tm_log_has(&lg, "cannot read the CPUs of node 0"));
+}
+
+/* the backing order and the fit rules, on made-up numbers */
+static void t_plan_rules(void **state)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 1024, .page_bytes = 1 << 16,
+				   .numa_node = -1, .backing = HKV_BACKING_AUTO };
+	struct hkv_plan p;
+	struct topo t;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	t.numa = true;
+	t.nnodes = 1;
+	t.node[0].ncpus = 4;
+	t.node[0].huge_2m = (struct topo_pool){ true, 100, 40, 0 };
+	t.glob_2m = (struct topo_pool){ true, 100, 40, 0 };
+	strcpy(t.thp_mode, "never");
+	/* AUTO: no 1G -> 2M needs 32, the node and the global pool have 40 free */
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.backing, HKV_BACKING_HUGE_2M);
+	assert_int_equal(p.node[0].fallback_errno, -EOPNOTSUPP);
+	/* global reservations by others leave too few: THP is "never" -> 4K */
+	t.glob_2m.resv = 20;
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.backing, HKV_BACKING_SMALL);
+	assert_int_equal(p.fallbacks, 1);
+	strcpy(t.thp_mode, "madvise");
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.backing, HKV_BACKING_THP);
+	/* strict explicit backings never step down */
+	o.backing = HKV_BACKING_HUGE_2M;
+	o.flags = HKV_POOL_STRICT;
+	assert_int_equal(plan_arena(&o, &t, &p), -ENOMEM);
+	assert_int_equal(p.node[0].backing, HKV_BACKING_HUGE_2M);
+	assert_int_equal(p.node[0].shortfall, 0);	/* the node has them: global short */
+	o.backing = HKV_BACKING_THP;
+	strcpy(t.thp_mode, "never");
+	assert_int_equal(plan_arena(&o, &t, &p), -ENOMEM);
+	assert_int_equal(p.node[0].fallback_errno, -EOPNOTSUPP);
+	o.backing = HKV_BACKING_SMALL;
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.arena_bytes, 64 << 20);
+	assert_int_equal(p.node[0].hugepage_bytes, 4096);
+	/* AUTO + STRICT still walks the order */
+	o.backing = HKV_BACKING_AUTO;
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(plan_next_backing(&o, HKV_BACKING_SMALL), -1);
+	assert_string_equal(backing_name(HKV_BACKING_THP), "thp");
+	assert_string_equal(backing_name(42), "?");
+	assert_int_equal(backing_pgsz(HKV_BACKING_NONE), 0);
+}
+
+/* two nodes share the global pool: the second segment cannot count it twice */
+static void t_plan_global_sum(void **state)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 1024, .page_bytes = 1 << 16,
+				   .numa_node = -1, .backing = HKV_BACKING_HUGE_2M };
+	struct hkv_plan p;
+	struct topo t;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	t.numa = true;
+	t.nnodes = 2;
+	t.node[0] = (struct topo_node){ .node = 0, .huge_2m = { true, 20, 20, 0 } };
+	t.node[1] = (struct topo_node){ .node = 1, .huge_2m = { true, 20, 20, 0 } };
+	t.glob_2m = (struct topo_pool){ true, 40, 20, 0 };	/* 16 + 16 > 20 */
+	strcpy(t.thp_mode, "always");
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.nnodes, 2);
+	assert_int_equal(p.node[0].backing, HKV_BACKING_HUGE_2M);
+	assert_int_equal(p.node[1].backing, HKV_BACKING_THP);
+	assert_int_equal(p.node[1].first_page, 512);
+	assert_int_equal(p.node[1].bytes, 32 << 20);
+	/* a pool smaller than two 1 GiB granules lands in one segment */
+	t.glob_1g = (struct topo_pool){ true, 8, 8, 0 };
+	t.node[0].huge_1g = t.node[1].huge_1g = (struct topo_pool){ true, 4, 4, 0 };
+	o.backing = HKV_BACKING_HUGE_1G;
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.nnodes, 1);
+	assert_int_equal(p.node[0].npages, 1024);
+	assert_int_equal(p.arena_bytes, 1 << 30);
+	assert_int_equal(p.round_up_bytes, (1 << 30) - (64 << 20));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_parse_list),
+		cmocka_unit_test(t_this_machine),
+		cmocka_unit_test(t_many_nodes),
+		cmocka_unit_test(t_node_cpus_fail),
+		cmocka_unit_test(t_plan_rules),
+		cmocka_unit_test(t_plan_global_sum),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
