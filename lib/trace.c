@@ -21,14 +21,15 @@ HKV_SEMA_DEFINE(arena_fallback);
 unsigned long trace_frag_computed;
 
 #define FRAG_EVERY	4096	/* fire at least every N mutations of a lane */
-#define FRAG_SHIFT	4	/* or on a change of 1/16 in extents or largest */
+#define FRAG_SHIFT	4	/* or on a change of 1/16 in extents or largest, */
+#define FRAG_MIN_DELTA	64	/* and of at least this much: each hit costs ~us */
 #define FRAG_UFI_SIZE	16	/* reference request size of the UFI argument */
 
 static bool frag_moved(uint64_t was, uint64_t now)
 {
 	uint64_t d = was > now ? was - now : now - was;
 
-	return d > (was >> FRAG_SHIFT);
+	return d > HKV_MAX(was >> FRAG_SHIFT, FRAG_MIN_DELTA);
 }
 
 /**
