@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * access.c - `hkv-bench access`: random 4 KiB reads over a pool's arena,
+ * the TLB effect of its backing.
+ *
+ * Two measures per backing, on a pool bound to --mem-node and a thread
+ * running on --cpu-node: latency, a dependent chase through every 4 KiB
+ * block of the arena in random order (one load per block, each address
+ * known only after the previous load: ns per access); and bandwidth,
+ * independent reads of whole random 4 KiB blocks (GB/s). Medians of
+ * --repeat runs; with both 4k and 2m, the 4k/2m ratios.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <numa.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "common.h"
+#include "hugekv.h"
+
+#define AC_BLOCK	4096ull
+#define AC_PAGE		(64 * 1024ull)
+#define AC_MAX_REPEAT	32
+
+struct ac_opts {
+	uint64_t size, reads;
+	int mem_node, cpu_node;
+	int backing[3];
+	unsigned nbacking, repeat;
+	bool json;
+};
+
+struct ac_result {
+	int backing, err;
+	uint64_t hugepage_bytes;
+	int node;
+	double lat_ns, gbps;
+};
+
+static int ac_backing(const char *s, int *b)
+{
+	if (!strcmp(s, "4k"))
+		*b = HKV_BACKING_SMALL;
+	else if (!strcmp(s, "2m"))
+		*b = HKV_BACKING_HUGE_2M;
+	else if (!strcmp(s, "thp"))
+		*b = HKV_BACKING_THP;
+	else if (!strcmp(s, "1g"))
+		*b = HKV_BACKING_HUGE_1G;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static const char *ac_name(int b)
+{
+	return b == HKV_BACKING_SMALL ? "4k" : b == HKV_BACKING_HUGE_2M ? "2m" :
+	       b == HKV_BACKING_THP ? "thp" : "1g";
+}
+
+/* a random cycle through all blocks; each link at a random cache line */
+static void build_chase(char *base, uint64_t nblocks, struct rng *r)
+{
+	uint64_t *perm = malloc(nblocks * sizeof(*perm)), i, j, t;
+	uint8_t *line = malloc(nblocks);
+
+	if (!perm || !line)
+		abort();
+	for (i = 0; i < nblocks; i++) {
+		perm[i] = i;
+		line[i] = (uint8_t)rng_below(r, AC_BLOCK / 64);
+	}
+	for (i = nblocks - 1; i > 0; i--) {
+		j = rng_below(r, i + 1);
+		t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (i = 0; i < nblocks; i++) {
+		uint64_t from = perm[i], to = perm[(i + 1) % nblocks];
+
+		*(char **)(base + from * AC_BLOCK + line[from] * 64) =
+			base + to * AC_BLOCK + line[to] * 64;
+	}
+	free(line);
+	free(perm);
+}
+
+static double chase_ns(char *start, uint64_t steps)
+{
+	char *p = start;
+	uint64_t t0, t1, i;
+
+	t0 = now_ns();
+	for (i = 0; i < steps; i++)
+		p = *(char **)p;
+	t1 = now_ns();
+	__asm__ volatile("" : : "r"(p));
+	return (double)(t1 - t0) / (double)steps;
+}
+
+static double read_gbps(const char *base, uint64_t nblocks, uint64_t reads, struct rng *r)
+{
+	uint64_t t0, t1, i, k, sum = 0;
+
+	t0 = now_ns();
+	for (i = 0; i < reads; i++) {
+		const uint64_t *b = (const uint64_t *)(base + rng_below(r, nblocks) * AC_BLOCK);
+
+		for (k = 0; k < AC_BLOCK / 8; k += 4)
+			sum += b[k] ^ b[k + 1] ^ b[k + 2] ^ b[k + 3];
+	}
+	t1 = now_ns();
+	__asm__ volatile("" : : "r"(sum));
+	return (double)(reads * AC_BLOCK) / (double)(t1 - t0);
+}
+
+/* any link of the cycle is a valid start: take block 0's */
+static char *chase_start(char *base)
+{
+	for (uint64_t off = 0; off < AC_BLOCK; off += 64)
+		if (*(char **)(base + off))
+			return base + off;
+	return NULL;
+}
+
+static void ac_run(const struct ac_opts *o, int backing, struct ac_result *res)
+{
+	struct hkv_pool_opts po = { .sz = sizeof(po), .npages = o->size / AC_PAGE,
+				    .page_bytes = AC_PAGE, .backing = backing,
+				    .numa_node = o->mem_node, .flags = HKV_POOL_STRICT };
+	double lat[AC_MAX_REPEAT], bw[AC_MAX_REPEAT];
+	struct hkv_region reg;
+	struct hkv_pool *p;
+	struct rng r;
+	uint64_t nblocks;
+	char *start;
+
+	memset(res, 0, sizeof(*res));
+	res->backing = backing;
+	res->err = hkv_pool_create(&po, &p);
+	if (res->err)
+		return;
+	hkv_regions(p, &reg, 1);
+	res->hugepage_bytes = reg.hugepage_bytes;
+	res->node = reg.node;
+	nblocks = reg.bytes / AC_BLOCK;
+	rng_seed(&r, 42);
+	memset(reg.base, 0, reg.bytes);
+	build_chase(reg.base, nblocks, &r);
+	start = chase_start(reg.base);
+	for (unsigned i = 0; i < o->repeat; i++) {
+		lat[i] = chase_ns(start, o->reads);
+		bw[i] = read_gbps(reg.base, nblocks, o->reads / 4, &r);
+	}
+	res->lat_ns = median_d(lat, o->repeat);
+	res->gbps = median_d(bw, o->repeat);
+	hkv_pool_destroy(p);
+}
+
+static const char ac_usage[] =
+"usage: hkv-bench access [options]\n"
+"Random 4 KiB accesses over a pool's arena: latency of a dependent chase\n"
+"through all 4 KiB blocks in random order (ns per access) and bandwidth of\n"
+"independent random 4 KiB block reads (GB/s), per backing; with 4k and 2m\n"
+"both, their ratios (the TLB effect). Strict pools: 2m needs free hugepages.\n"
+"\n"
+"  --size BYTES     arena size, binary suffixes (default 1G)\n"
+"  --backing B      4k|2m|thp|1g, repeatable (default: 4k and 2m)\n"
+"  --mem-node N     node the pool is bound to (default: -1, every node)\n"
+"  --cpu-node M     node the measuring thread runs on (default: any)\n"
+"  --reads N        chase steps per run (default 4M; bandwidth reads N/4)\n"
+"  --repeat R       runs; medians reported (default 3)\n"
+"  --json           one JSON object on stdout\n"
+"  -h, --help       this text\n";
+
+static int ac_parse(struct ac_opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "size", 1, NULL, 's' }, { "backing", 1, NULL, 'b' },
+		{ "mem-node", 1, NULL, 'm' }, { "cpu-node", 1, NULL, 'c' },
+		{ "reads", 1, NULL, 'n' }, { "repeat", 1, NULL, 'r' },
+		{ "json", 0, NULL, 'j' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int c, b, err = 0;
+
+	o->size = 1ull << 30;
+	o->reads = 4 << 20;
+	o->repeat = 3;
+	o->mem_node = o->cpu_node = -1;
+	optind = 1;
+	while (!err && (c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': err = parse_count(optarg, true, &o->size); break;
+		case 'b': err = ac_backing(optarg, &b);
+			err = err ? err : (o->nbacking < 3 ? 0 : -EINVAL);
+			if (!err)
+				o->backing[o->nbacking++] = b;
+			break;
+		case 'm': err = parse_count(optarg, false, &v);
+			o->mem_node = err || v > 1023 ? -1 : (int)v;
+			err = err ? err : (v > 1023 ? -EINVAL : 0);
+			break;
+		case 'c': err = parse_count(optarg, false, &v);
+			o->cpu_node = err || v > 1023 ? -1 : (int)v;
+			err = err ? err : (v > 1023 ? -EINVAL : 0);
+			break;
+		case 'n': err = parse_count(optarg, false, &o->reads); break;
+		case 'r': err = parse_count(optarg, false, &v);
+			err = err ? err : (v >= 1 && v <= AC_MAX_REPEAT ? 0 : -EINVAL);
+			o->repeat = (unsigned)v;
+			break;
+		case 'j': o->json = true; break;
+		case 'h': fputs(ac_usage, stdout); return 1;
+		default: err = -EINVAL;
+		}
+	}
+	if (!err && (o->size < 16 * AC_PAGE || o->reads < 16 || optind < argc))
+		err = -EINVAL;
+	if (err) {
+		fprintf(stderr, "hkv-bench access: bad arguments; try --help\n");
+		return -EINVAL;
+	}
+	if (!o->nbacking) {
+		o->backing[0] = HKV_BACKING_SMALL;
+		o->backing[1] = HKV_BACKING_HUGE_2M;
+		o->nbacking = 2;
+	}
+	return 0;
+}
+
+static const struct ac_result *find(const struct ac_result *res, unsigned n, int b)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (res[i].backing == b && !res[i].err)
+			return &res[i];
+	return NULL;
+}
+
+static void ac_report(const struct ac_opts *o, const struct ac_result *res, unsigned n)
+{
+	const struct ac_result *s = find(res, n, HKV_BACKING_SMALL);
+	const struct ac_result *h = find(res, n, HKV_BACKING_HUGE_2M);
+	struct json j;
+
+	if (!o->json) {
+		printf("access: %llu MiB arena, mem node %d, cpu node %d, median of %u\n",
+		       (unsigned long long)(o->size >> 20), o->mem_node, o->cpu_node, o->repeat);
+		for (unsigned i = 0; i < n; i++) {
+			if (res[i].err) {
+				printf("  %-4s failed: %s\n", ac_name(res[i].backing),
+				       hkv_strerror(res[i].err));
+				continue;
+			}
+			printf("  %-4s node %2d  latency %7.1f ns  bandwidth %6.2f GB/s\n",
+			       ac_name(res[i].backing), res[i].node, res[i].lat_ns, res[i].gbps);
+		}
+		if (s && h)
+			printf("  4k/2m: latency %.2fx, 2m/4k bandwidth %.2fx\n",
+			       s->lat_ns / h->lat_ns, h->gbps / s->gbps);
+		return;
+	}
+	json_begin(&j, stdout);
+	json_str(&j, "bench", "access");
+	json_u64(&j, "version", 1);
+	json_u64(&j, "size", o->size);
+	json_dbl(&j, "mem_node", o->mem_node);
+	json_dbl(&j, "cpu_node", o->cpu_node);
+	json_u64(&j, "reads", o->reads);
+	json_u64(&j, "repeat", o->repeat);
+	json_arr(&j, "runs");
+	for (unsigned i = 0; i < n; i++) {
+		json_obj(&j, NULL);
+		json_str(&j, "backing", ac_name(res[i].backing));
+		if (res[i].err) {
+			json_str(&j, "error", hkv_strerror(res[i].err));
+		} else {
+			json_u64(&j, "hugepage_bytes", res[i].hugepage_bytes);
+			json_dbl(&j, "node", res[i].node);
+			json_dbl(&j, "latency_ns", res[i].lat_ns);
+			json_dbl(&j, "bandwidth_gbps", res[i].gbps);
+		}
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	if (s && h) {
+		json_dbl(&j, "latency_4k_over_2m", s->lat_ns / h->lat_ns);
+		json_dbl(&j, "bandwidth_2m_over_4k", h->gbps / s->gbps);
+	}
+	json_end(&j);
+}
+
+/**
+ * bench_access() - `hkv-bench access`
+ * @argc: argument count
+ * @argv: arguments, argv[0] = "access"
+ *
+ * Return: exit status: 0, 1 when a run failed, 2 for bad arguments.
+ */
+int bench_access(int argc, char **argv)
+{
+	struct ac_opts o = { 0 };
+	struct ac_result res[3];
+	int err = ac_parse(&o, argc, argv), bad = 0;
+
+	if (err)
+		return err > 0 ? 0 : 2;
+	if (o.cpu_node >= 0 && numa_run_on_node(o.cpu_node)) {
+		fprintf(stderr, "hkv-bench access: cannot run on node %d\n", o.cpu_node);
+		return 1;
+	}
+	timer_init();
+	for (unsigned i = 0; i < o.nbacking; i++) {
+		ac_run(&o, o.backing[i], &res[i]);
+		bad |= res[i].err != 0;
+	}
+	ac_report(&o, res, o.nbacking);
+	return bad;
+}
