@@ -288,6 +288,11 @@ int arena_create(struct hkv_pool *pool, struct hkv_arena **out)
 	if (err)
 		goto unmap_range;
 	free(p);
+	if (a->bytes > a->topo.memlock)	/* not a degradation: a hint for RDMA users */
+		hkv_log(HKV_LOG_INFO, "pool %llu: arena of %llu bytes exceeds RLIMIT_MEMLOCK "
+			"(%llu); registering it for RDMA needs a higher limit",
+			(unsigned long long)a->pool_id, (unsigned long long)a->bytes,
+			(unsigned long long)a->topo.memlock);
 	pool->base = a->base;
 	*out = a;
 	return 0;

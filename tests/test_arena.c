@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -106,9 +107,18 @@ static void t_huge_2m(void **state)
 	struct hkv_pool *p;
 	uint64_t off;
 
+	struct rlimit rl;
+	struct tm_log lg;
+
 	(void)state;
 	tm_require_hugepages(256);
+	tm_log_capture(&lg);
 	p = create_counted(&o, 256);
+	tm_log_capture(NULL);
+	assert_int_equal(lg.warn + lg.err, 0);		/* got what it asked for */
+	assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 512 * MB)
+		assert_true(tm_log_has(&lg, "exceeds RLIMIT_MEMLOCK"));
 	assert_int_equal(hkv_regions(p, r, 2), 1);
 	assert_ptr_equal(r[0].base, hkv_page_ptr(p, 0));
 	assert_int_equal(r[0].bytes, 512 * MB);
