@@ -137,7 +137,7 @@ static const char churn_usage[] =
 "  --memory             back hugekv's pool with memory (page_bytes > 0)\n"
 "  --backing B          auto|1g|2m|thp|4k for --memory (default auto)\n"
 "  --occupancy F        live share of the space (default 0.95)\n"
-"  --burnin X           churn X times the space before measuring (default 2)\n"
+"  --burnin X           churn X times the space before measuring (default 10)\n"
 "  --ops N              measured ops, allocs + frees (default 1M)\n"
 "  --sizes default|FILE request sizes: built-in heavy tail P(n)~n^-1.6,\n"
 "                       n = 1..4096 pages, or \"pages count\" lines\n"
@@ -230,7 +230,7 @@ void churn_defaults(struct churn *c)
 	memset(c, 0, sizeof(*c));
 	c->w.npages = 3500000;
 	c->w.occupancy = 0.95;
-	c->w.burnin = 2;
+	c->w.burnin = 10;
 	c->w.ops = 1000000;
 	c->w.split_share = 0.25;
 	c->w.touch_share = 0.5;

@@ -69,6 +69,21 @@ const struct timer_info *timer_init(void)
 	}
 	qsort(pair, HKV_BENCH_ARRAY(pair), sizeof(pair[0]), cmp_u64);
 	ti.overhead_ticks = pair[HKV_BENCH_ARRAY(pair) / 2];
+	/* a VM may advance the TSC in steps: differences are multiples */
+	ti.resolution_ticks = pair[0];
+	for (size_t i = 1; i < HKV_BENCH_ARRAY(pair); i++)
+		if (pair[i] != pair[0]) {
+			uint64_t a = pair[i] - pair[0], b = pair[0];
+
+			while (b) {	/* gcd of the step sizes seen */
+				uint64_t t = a % b;
+
+				a = b;
+				b = t;
+			}
+			ti.resolution_ticks = a;
+			break;
+		}
 	return &ti;
 }
 
@@ -301,7 +316,8 @@ FILE *csv_open(const char *dir, const char *name, const char *header)
 		fprintf(stderr, "hkv-bench: %s: %s\n", path, strerror(errno));
 		return NULL;
 	}
-	fprintf(f, "%s\n", header);
+	if (*header)
+		fprintf(f, "%s\n", header);
 	return f;
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #define HKV_BENCH_ARRAY(a) (sizeof(a) / sizeof((a)[0]))
+#define HKV_BENCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* ---- timer: rdtsc calibrated against CLOCK_MONOTONIC -------------------- */
 #if defined(__x86_64__) || defined(__i386__)
@@ -40,6 +41,7 @@ struct timer_info {
 	const char *source;	/* "rdtsc" or "clock_gettime" */
 	double ns_per_tick;
 	uint64_t overhead_ticks;	/* median cost of an empty tick() pair */
+	uint64_t resolution_ticks;	/* smallest step seen (VMs: ~10 ns) */
 };
 
 /* calibrate once; later calls return the cached result */

@@ -46,10 +46,12 @@ void report_text(const struct churn *c, FILE *f)
 		evict_name(c->w.evict), c->w.split_share, c->w.burnin, c->w.sizes.name,
 		c->w.sizes.mean, c->w.page_bytes ? ", memory pool" : ", index-only pool");
 	fprintf(f, "measured: %llu ops (%llu allocs, %llu frees) after %llu burn-in ops; "
-		"hugekv: median of %u runs; timer %s %.3f ns/tick, %.1f ns overhead subtracted\n\n",
+		"hugekv: median of %u runs\ntimer: %s, %.3f ns/tick, resolution %.1f ns, "
+		"%.1f ns overhead subtracted from each call\n\n",
 		(unsigned long long)h->ops, (unsigned long long)h->allocs,
 		(unsigned long long)h->frees, (unsigned long long)c->t.measure_from,
-		c->repeat, ti->source, ti->ns_per_tick, ti->overhead_ticks * ti->ns_per_tick);
+		c->repeat, ti->source, ti->ns_per_tick, ti->resolution_ticks * ti->ns_per_tick,
+		ti->overhead_ticks * ti->ns_per_tick);
 	fprintf(f, "%-16s %7s %9s %8s %9s %9s %10s %8s %8s %7s %5s %7s %8s %8s %6s\n",
 		"allocator", "ops", "alloc p50", "p90", "p99", "p999", "max ns",
 		"free p50", "p99", "ext/al", "p99", "multi", "free ext", "largest", "UFI64");
@@ -167,6 +169,7 @@ void report_json_body(const struct churn *c, struct json *j)
 	json_str(j, "source", ti->source);
 	json_dbl(j, "ns_per_tick", ti->ns_per_tick);
 	json_dbl(j, "overhead_ns", ti->overhead_ticks * ti->ns_per_tick);
+	json_dbl(j, "resolution_ns", ti->resolution_ticks * ti->ns_per_tick);
 	json_obj_end(j);
 	json_result(j, h, &c->alloc_med, &c->free_med);
 	json_arr(j, "runs");
@@ -248,7 +251,8 @@ static void csv_timeline(FILE *f, const struct result *r)
 }
 
 /**
- * report_csv() - DIR/churn[-TAG]-{summary,cdf,timeline}.csv
+ * report_csv() - DIR/churn[-TAG]-{summary,cdf,timeline}.csv and the table
+ * as DIR/churn[-TAG]-summary.txt
  * @c: a finished run
  * @dir: directory (created)
  * @tag: name part, or NULL
@@ -268,7 +272,15 @@ int report_csv(const struct churn *c, const char *dir, const char *tag)
 		"ufi256,ufi1024,extents_per_alloc,alloc_p50",
 	};
 	char name[256];
+	FILE *txt;
 
+	snprintf(name, sizeof(name), "churn%s%s-summary.txt", tag ? "-" : "", tag ? tag : "");
+	txt = csv_open(dir, name, "");
+	if (!txt)
+		return -EIO;
+	report_text(c, txt);
+	if (fclose(txt))
+		return -EIO;
 	for (int k = 0; k < 3; k++) {
 		FILE *f;
 

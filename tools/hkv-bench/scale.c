@@ -1,3 +1,209 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-int bench_scale(int argc, char **argv);
-int bench_scale(int argc, char **argv) { (void)argc; (void)argv; return 1; }
+/*
+ * scale.c - `hkv-bench scale`: the churn figures of hugekv from 16 K to
+ * 16 M pages (powers of 4), one request-size distribution for all (capped
+ * at the smallest space / 16), to show that cost does not grow with
+ * capacity.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "churn.h"
+
+#define SCALE_MAX_POINTS	16
+
+static const char scale_usage[] =
+"usage: hkv-bench scale [--from N] [--to N] [churn options]\n"
+"hugekv's churn figures for spaces of --from (16K) to --to (16M) pages in\n"
+"powers of 4; one size distribution for all (capped at --from / 16 pages).\n"
+"Takes the churn options (hkv-bench churn --help); defaults here: --burnin 4,\n"
+"--ops 1M, --repeat 3, no baselines. The figure that matters: alloc p50 and\n"
+"p99 at the largest space over the smallest (target <= 1.5x).\n";
+
+struct spoint {
+	uint64_t pages;
+	struct lat a, f;
+	double epa, multi, seconds;
+	uint64_t free_extents, largest, metadata;
+};
+
+struct scale {
+	struct spoint p[SCALE_MAX_POINTS];
+	unsigned n;
+	uint64_t from, to;
+};
+
+/* --from/--to are ours; the rest goes to churn_parse */
+static int scale_args(struct scale *s, int *argc, char **argv)
+{
+	int out = 1;
+
+	s->from = 16384;
+	s->to = 16777216;
+	for (int i = 1; i < *argc; i++) {
+		uint64_t *dst = !strcmp(argv[i], "--from") ? &s->from :
+				!strcmp(argv[i], "--to") ? &s->to : NULL;
+
+		if (!dst) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (i + 1 == *argc || parse_count(argv[i + 1], true, dst) ||
+		    *dst < 1024 || *dst > (1ull << 31)) {
+			fprintf(stderr, "hkv-bench: %s wants 1K .. 2G pages\n", argv[i]);
+			return -EINVAL;
+		}
+		i++;
+	}
+	*argc = out;
+	return s->from <= s->to ? 0 : -EINVAL;
+}
+
+static int scale_point(const struct churn *tmpl, struct scale *s, uint64_t pages)
+{
+	struct churn *c = malloc(sizeof(*c));
+	struct spoint *p = &s->p[s->n];
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	*c = *tmpl;
+	c->w.npages = pages;
+	c->quiet = true;
+	err = sizes_load(&c->w.sizes, tmpl->w.sizes.name, s->from / 16);
+	if (!err)
+		err = churn_run(c);
+	if (!err) {
+		p->pages = pages;
+		p->a = c->alloc_med;
+		p->f = c->free_med;
+		p->epa = c->hkv[0].epa_mean;
+		p->multi = c->hkv[0].multi_share;
+		p->free_extents = c->hkv[0].end.free_extents;
+		p->largest = c->hkv[0].end.largest;
+		p->metadata = c->st.metadata_bytes;
+		p->seconds = c->hkv[0].seconds;
+		s->n++;
+		fprintf(stderr, "hkv-bench: scale %llu pages: alloc p50 %.0f ns, p99 %.0f ns\n",
+			(unsigned long long)pages, p->a.p50, p->a.p99);
+	}
+	churn_free(c);
+	free(c);
+	return err;
+}
+
+static void scale_text(const struct scale *s, FILE *f)
+{
+	const struct spoint *lo = &s->p[0], *hi = &s->p[s->n - 1];
+	char b[32];
+
+	fprintf(f, "%-8s %9s %8s %8s %8s %8s %8s %8s %7s %9s %8s\n", "pages", "alloc p50",
+		"p90", "p99", "p999", "free p50", "p99", "ext/al", "multi", "free ext",
+		"meta B/pg");
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct spoint *p = &s->p[i];
+
+		fprintf(f, "%-8s %9.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.3f %6.1f%% %9llu %8.2f\n",
+			fmt_count(p->pages, b, sizeof(b)), p->a.p50, p->a.p90, p->a.p99,
+			p->a.p999, p->f.p50, p->f.p99, p->epa, 100 * p->multi,
+			(unsigned long long)p->free_extents, (double)p->metadata / p->pages);
+	}
+	fprintf(f, "\nlargest / smallest space: alloc p50 %.2fx, p99 %.2fx; free p50 %.2fx, p99 %.2fx\n",
+		hi->a.p50 / lo->a.p50, hi->a.p99 / lo->a.p99, hi->f.p50 / lo->f.p50,
+		hi->f.p99 / lo->f.p99);
+}
+
+static void scale_json(const struct scale *s, const struct churn *tmpl, FILE *f)
+{
+	const struct spoint *lo = &s->p[0], *hi = &s->p[s->n - 1];
+	struct json j;
+
+	json_begin(&j, f);
+	json_str(&j, "bench", "scale");
+	json_u64(&j, "version", 1);
+	json_dbl(&j, "occupancy", tmpl->w.occupancy);
+	json_u64(&j, "ops", tmpl->w.ops);
+	json_u64(&j, "repeat", tmpl->repeat);
+	json_arr(&j, "points");
+	for (unsigned i = 0; i < s->n; i++) {
+		json_obj(&j, NULL);
+		json_u64(&j, "pages", s->p[i].pages);
+		json_lat(&j, "alloc_ns", &s->p[i].a);
+		json_lat(&j, "free_ns", &s->p[i].f);
+		json_dbl(&j, "extents_per_alloc", s->p[i].epa);
+		json_dbl(&j, "multi_extent_share", s->p[i].multi);
+		json_u64(&j, "free_extents", s->p[i].free_extents);
+		json_u64(&j, "largest_free_run", s->p[i].largest);
+		json_u64(&j, "metadata_bytes", s->p[i].metadata);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj(&j, "ratio");		/* largest space / smallest */
+	json_dbl(&j, "alloc_p50", hi->a.p50 / lo->a.p50);
+	json_dbl(&j, "alloc_p99", hi->a.p99 / lo->a.p99);
+	json_dbl(&j, "free_p50", hi->f.p50 / lo->f.p50);
+	json_dbl(&j, "free_p99", hi->f.p99 / lo->f.p99);
+	json_obj_end(&j);
+	json_end(&j);
+}
+
+static int scale_csv(const struct scale *s, const char *dir)
+{
+	FILE *f = csv_open(dir, "scale.csv", "pages,alloc_p50,alloc_p90,alloc_p99,"
+			   "alloc_p999,free_p50,free_p99,extents_per_alloc,"
+			   "multi_extent_share,free_extents,metadata_bytes");
+
+	if (!f)
+		return -EIO;
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct spoint *p = &s->p[i];
+
+		fprintf(f, "%llu,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%llu,%llu\n",
+			(unsigned long long)p->pages, p->a.p50, p->a.p90, p->a.p99,
+			p->a.p999, p->f.p50, p->f.p99, p->epa, p->multi,
+			(unsigned long long)p->free_extents, (unsigned long long)p->metadata);
+	}
+	return fclose(f) ? -EIO : 0;
+}
+
+/**
+ * bench_scale() - `hkv-bench scale`
+ * @argc: argument count
+ * @argv: arguments, argv[0] = "scale"
+ *
+ * Return: exit status.
+ */
+int bench_scale(int argc, char **argv)
+{
+	struct churn *tmpl = malloc(sizeof(*tmpl));
+	struct scale *s = calloc(1, sizeof(*s));
+	int err = -ENOMEM;
+
+	if (!tmpl || !s)
+		goto out;
+	churn_defaults(tmpl);
+	tmpl->w.burnin = 4;
+	tmpl->nbl = 0;
+	err = scale_args(s, &argc, argv);
+	if (!err)
+		err = churn_parse(tmpl, argc, argv, scale_usage);
+	if (err)
+		goto out;
+	sizes_free(&tmpl->w.sizes);	/* reloaded per point, one cap for all */
+	bench_pin_cpu();
+	for (uint64_t pages = s->from; pages <= s->to && !err && s->n < SCALE_MAX_POINTS;
+	     pages *= 4)
+		err = scale_point(tmpl, s, pages);
+	if (!err && tmpl->csv)
+		err = scale_csv(s, tmpl->csv);
+	if (!err && tmpl->json)
+		scale_json(s, tmpl, stdout);
+	else if (!err)
+		scale_text(s, stdout);
+out:
+	free(tmpl);
+	free(s);
+	return err > 0 ? 0 : err ? (err == -EINVAL ? 2 : 1) : 0;
+}
