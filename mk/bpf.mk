@@ -60,7 +60,10 @@ $(TRACE_WORKLOAD): tests/trace/workload.c $(BUILD)/libhugekv.so | $(BUILD)/tests
 
 .PHONY: check-trace
 # real BPF on a real process; needs root and bpffs (scripts/test-env)
-check-trace: $(BUILD)/libhugekv.so $(BUILD)/hkv-trace $(TRACE_WORKLOAD)
+check-trace: $(BUILD)/libhugekv.so $(BUILD)/hkv-trace $(TRACE_WORKLOAD) $(NOPROBES_LIB)
 	$(Q)tests/trace/run --build $(BUILD)
 
 CHECK_EXTRA	+= check-trace
+
+# keep the BPF object: hkv-trace's skeleton embeds it, and so may a reader
+.SECONDARY: $(BUILD)/bpf/hugekv.bpf.o $(BUILD)/bpf/vmlinux.h
