@@ -15,6 +15,8 @@
 
 /* a field of /proc/meminfo, e.g. "HugePages_Free" (UINT64_MAX if absent) */
 uint64_t tm_meminfo(const char *key);
+/* HugetlbPages of this process (kB, /proc/self/status): immune to others */
+uint64_t tm_hugetlb_kb(void);
 /* skip the test when not root; fail it (with a message) when fewer than n
  * 2 MiB hugepages are free and unreserved */
 void tm_require_hugepages(uint64_t n);

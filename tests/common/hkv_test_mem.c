@@ -13,12 +13,12 @@
 
 #include "hkv_test_mem.h"
 
-uint64_t tm_meminfo(const char *key)
+static uint64_t field(const char *file, const char *key)
 {
 	char line[256];
 	size_t kl = strlen(key);
 	unsigned long long v = UINT64_MAX;
-	FILE *f = fopen("/proc/meminfo", "r");
+	FILE *f = fopen(file, "r");
 
 	if (!f)
 		return UINT64_MAX;
@@ -29,6 +29,16 @@ uint64_t tm_meminfo(const char *key)
 		}
 	fclose(f);
 	return v;
+}
+
+uint64_t tm_meminfo(const char *key)
+{
+	return field("/proc/meminfo", key);
+}
+
+uint64_t tm_hugetlb_kb(void)
+{
+	return field("/proc/self/status", "HugetlbPages");
 }
 
 void tm_require_hugepages(uint64_t n)
