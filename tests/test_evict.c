@@ -279,6 +279,29 @@ static void test_any_lane(void **state)
 	hkv_pool_destroy(p);
 }
 
+/* hkv_alloc_lanes with HKV_ALLOC_EVICT makes room in every lane it takes from */
+static void test_alloc_lanes(void **state)
+{
+	struct hkv_pool *p = mkpool((struct pool_cfg){ .npages = 100, .nlanes = 2, .window = 1 });
+	uint64_t count[2] = { 15, 5 };
+	struct hkv_extent e[8];
+	struct log lg = { 0 };
+
+	(void)state;
+	hkv_set_evict_fn(p, log_fn, &lg);
+	for (uint64_t i = 0; i < 10; i++)
+		unit(p, i, 10, i / 5);		/* 0..4 in lane 0, 5..9 in lane 1 */
+	assert_int_equal(hkv_alloc_lanes(p, count, 0, e, 8), -ENOMEM);
+	assert_true(hkv_alloc_lanes(p, count, HKV_ALLOC_EVICT, e, 8) >= 2);
+	assert_int_equal(lg.n, 3);		/* two from lane 0, one from lane 1 */
+	assert_int_equal(lg.id[0], 0);
+	assert_int_equal(lg.id[1], 1);
+	assert_int_equal(lg.id[2], 5);
+	assert_int_equal(hkv_available(p), 10);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
 /*
  * Victim window: units 0..9 of 10 pages in address order, coldest first,
  * unit 5 removed (a hole at 50..59). Plain LRU takes unit 0; window 8
@@ -351,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_lane_watermark),
 		cmocka_unit_test(test_evict_for_request),
 		cmocka_unit_test(test_any_lane),
+		cmocka_unit_test(test_alloc_lanes),
 		cmocka_unit_test(test_victim_window),
 		cmocka_unit_test(test_chunk_boundary),
 	};
