@@ -211,7 +211,7 @@ static int arena_plan(struct hkv_arena *a, struct hkv_plan *p)
 				(unsigned long long)pn->wanted_free,
 				(unsigned long long)pn->reserve_total);
 		hkv_probe_arena_fallback(a->pool_id, pn->node, pn->bytes, pn->wanted_bytes,
-					 pn->fallback_errno, 0);
+					 pn->fallback_errno, os->now_ns() - a->t0);
 	}
 	return err;
 }
@@ -268,6 +268,7 @@ int arena_create(struct hkv_pool *pool, struct hkv_arena **out)
 	p = calloc(1, sizeof(*p));
 	if (!a || !p)
 		goto free_plan;
+	a->t0 = os->now_ns();
 	a->pool_id = pool->id;
 	a->opts = pool->opts;
 	err = topo_read(&a->topo);

@@ -313,6 +313,7 @@ struct hkv_arena {
 	struct topo topo;
 	unsigned nseg, fallbacks;
 	uint64_t prefault_ns;
+	uint64_t t0;			/* creation started (probes' ns) */
 	struct arena_seg seg[HKV_MAX_NODES];
 };
 
