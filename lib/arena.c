@@ -110,6 +110,10 @@ static int try_backing(struct hkv_arena *a, struct arena_seg *s, int b)
 		err = soft_fail(a, s, "MADV_DONTFORK", -errno);
 	if (!err && b == HKV_BACKING_THP && os->madvise(s->base, s->bytes, MADV_HUGEPAGE))
 		err = -errno;
+	/* 4 KiB means 4 KiB, also where THP is "always" */
+	if (!err && b == HKV_BACKING_SMALL && a->topo.thp_mode[0] &&
+	    os->madvise(s->base, s->bytes, MADV_NOHUGEPAGE))
+		err = soft_fail(a, s, "MADV_NOHUGEPAGE", -errno);
 	if (!err && !(a->opts.flags & HKV_POOL_NO_PREFAULT))
 		err = arena_prefault(a, s);
 	if (!err)

@@ -3,7 +3,7 @@
  * test_arena_inject.c - a failure injected at every system call site of the
  * arena (through the os layer's table, tests/common/hkv_test_mem.c): the
  * address-space reservation, the hugetlb mmap, mbind, MADV_DONTFORK,
- * MADV_HUGEPAGE, MADV_POPULATE_WRITE (error, and a kernel without it),
+ * MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_POPULATE_WRITE (error, and a kernel without it),
  * move_pages, the smaps read, thread creation, CPU pinning, every sysfs
  * read, getrlimit, the give-back of a failed segment and the final munmap.
  * Each gives a clean error (STRICT) or a fallback that is reported in the
@@ -200,6 +200,22 @@ static void t_madv_hugepage(void **state)
 	assert_int_equal(r.flags, HKV_REGION_FALLBACK);	/* 4 KiB, no THP flag */
 	assert_int_equal(stats(p).backing, HKV_BACKING_SMALL);
 	assert_true(tm_log_has(&lg, "thp backing"));
+	hkv_pool_destroy(p);
+}
+
+static void t_nohugepage(void **state)
+{
+	struct tm_fault f = { TM_MADVISE, 1, EINVAL, MADV_NOHUGEPAGE };
+	struct hkv_region r;
+	struct hkv_pool *p;
+	struct tm_log lg;
+
+	(void)state;
+	expect_fail(f, HKV_BACKING_SMALL, HKV_POOL_STRICT, -EINVAL);
+	p = expect_ok(f, HKV_BACKING_SMALL, 0, &lg, &r);
+	assert_int_equal(r.hugepage_bytes, 4096);
+	assert_int_equal(r.flags, HKV_REGION_FALLBACK);
+	assert_true(tm_log_has(&lg, "MADV_NOHUGEPAGE failed"));
 	hkv_pool_destroy(p);
 }
 
@@ -435,6 +451,7 @@ int main(void)
 		cmocka_unit_test(t_mbind),
 		cmocka_unit_test(t_dontfork),
 		cmocka_unit_test(t_madv_hugepage),
+		cmocka_unit_test(t_nohugepage),
 		cmocka_unit_test(t_populate_error),
 		cmocka_unit_test(t_populate_missing),
 		cmocka_unit_test(t_move_pages),
