@@ -16,6 +16,12 @@
 #include "res.h"
 #include "trace.h"
 
+/**
+ * res_create() - set up the residency state of a new pool (pool->res)
+ * @pool: the pool, lanes already created
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int res_create(struct hkv_pool *pool)
 {
 	struct hkv_res *r = calloc(1, sizeof(*r));
@@ -45,6 +51,10 @@ free_arrays:
 	return -ENOMEM;
 }
 
+/**
+ * res_destroy() - forget every unit (the pool is going away)
+ * @pool: the pool; pool->res may be NULL
+ */
 void res_destroy(struct hkv_pool *pool)
 {
 	struct hkv_res *r = pool->res;
@@ -202,9 +212,17 @@ static uint64_t free_of(const struct hkv_pool *pool, unsigned lane)
 	return HKV_LOAD(&pool->lanes[lane].xi.free_pages);
 }
 
-/*
- * evict_run() - evict until @lane (or the pool) has @target free pages or
- * nothing unpinned is left. Residency lock held. Returns pages freed.
+/**
+ * evict_run() - one planned eviction run (residency lock held)
+ * @pool: the pool
+ * @lane: the lane to free pages in, or HKV_LANE_ANY for the pool
+ * @target: free pages to reach
+ * @reason: HKV_EVICT_* for the probe
+ *
+ * Evicts until @lane (or the pool) has @target free pages or nothing
+ * unpinned is left.
+ *
+ * Return: pages freed.
  */
 static uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target, int reason)
 {
@@ -222,10 +240,16 @@ static uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
 	return freed;
 }
 
-/*
- * watermark() - the free-page count to evict to before taking @n pages from
- * a space of @total pages that has @fr free, or 0 if no eviction is needed:
- * free room after the request below low -> evict up to high after it.
+/**
+ * watermark() - the eviction target for a request, by the watermark rule
+ * @pool: the pool (its free_room_low/high)
+ * @total: pages of the space (a lane or the pool)
+ * @fr: free pages of the space now
+ * @n: pages asked for
+ *
+ * Free room after the request below low -> evict up to high after it.
+ *
+ * Return: the free-page count to evict to, or 0 if no eviction is needed.
  */
 static uint64_t watermark(const struct hkv_pool *pool, uint64_t total, uint64_t fr,
 			  uint64_t n)
@@ -293,6 +317,13 @@ void res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/**
+ * hkv_evict() - evict cold unpinned units until @target_free pages are free
+ * @pool: the pool
+ * @target_free: absolute free-page count
+ *
+ * Return: pages freed, or -EINVAL.
+ */
 HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
 {
 	uint64_t freed = 0;
@@ -306,6 +337,12 @@ HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
 	return (int64_t)freed;
 }
 
+/**
+ * hkv_set_evict_fn() - set the callback told about each evicted unit
+ * @pool: the pool
+ * @fn: callback, or NULL
+ * @ctx: passed to @fn
+ */
 HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
 {
 	if (!pool)
@@ -319,6 +356,11 @@ HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
 #define RES_FITS(st, field) \
 	((st)->sz >= offsetof(struct hkv_stats, field) + sizeof((st)->field))
 
+/**
+ * res_stats() - fill the residency fields of a stats snapshot
+ * @pool: the pool
+ * @st: the snapshot (@st->sz decides whether the fields exist)
+ */
 void res_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 {
 	struct hkv_res *r = pool->res;
