@@ -289,7 +289,8 @@ int plan_effective_opts(const struct hkv_pool_opts *in, struct hkv_pool_opts *ou
 	else if (out->page_bytes && env->strict == 0)
 		out->flags &= ~HKV_POOL_STRICT;
 	if (!out->npages || out->numa_node < -1 || out->backing < HKV_BACKING_AUTO ||
-	    out->backing > HKV_BACKING_NONE)
+	    out->backing > HKV_BACKING_NONE || out->nlanes > out->npages ||
+	    (out->flags & ~(HKV_POOL_STRICT | HKV_POOL_NO_PREFAULT)))
 		return -EINVAL;
 	if (out->page_bytes && out->backing == HKV_BACKING_NONE)
 		return -EINVAL;

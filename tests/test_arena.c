@@ -376,6 +376,12 @@ static void t_plan_args(void **state)
 	assert_int_equal(hkv_pool_plan(&o, &pl), -EINVAL);
 	o.numa_node = -2;
 	assert_int_equal(hkv_pool_plan(&o, &pl), -EINVAL);
+	o.numa_node = -1;
+	o.flags = 1u << 7;
+	assert_int_equal(hkv_pool_plan(&o, &pl), -EINVAL);
+	o.flags = 0;
+	o.nlanes = 17;		/* more lanes than pages */
+	assert_int_equal(hkv_pool_plan(&o, &pl), -EINVAL);
 	o = opts(UINT64_MAX / 1024, 1 << 20, HKV_BACKING_SMALL, 0);
 	assert_int_equal(hkv_pool_plan(&o, &pl), -EINVAL);
 	/* index-only pools plan no memory */
