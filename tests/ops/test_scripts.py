@@ -52,9 +52,20 @@ def test_numa_tune_quick_json():
     elif n:
         eq(len(pairs), n * n, "pairs")
     for m in t["matrix"]:
-        assert m["gbps"] > 0, m
+        assert m["gbps"] > 0 and m["latency_ns"] > 0, m
+        eq(m["node_verified"], m["mem_node"], "node the bench pool was verified on")
     _, txt, _ = run([TUNE, "--quick", "--build", BUILD], 0, timeout=300)
-    assert "copy bandwidth" in txt and "recommended binding" in txt, txt
+    assert "read bandwidth" in txt and "recommended binding" in txt, txt
+
+
+def test_numa_tune_reports_failed_pair():
+    if access_missing():
+        raise Skip("hkv-bench access is not built yet")
+    rc, out, _ = run([TUNE, "--size", "1T", "--json", "--build", BUILD], timeout=300)
+    t = json.loads(out)
+    eq((rc, t["ok"]), (1, False), "exit status when a pair cannot be measured")
+    assert "hugepages" in t["matrix"][0]["error"], t["matrix"][0]
+    assert t["ranks"] and t["reserve"], "no recommendation after a failed pair"
 
 
 def test_setup_dry_run_changes_nothing():
@@ -125,6 +136,7 @@ def test_setup_errors():
 
 
 if __name__ == "__main__":
-    main([test_numa_tune_usage, test_numa_tune_quick_json, test_setup_dry_run_changes_nothing,
+    main([test_numa_tune_usage, test_numa_tune_quick_json, test_numa_tune_reports_failed_pair,
+          test_setup_dry_run_changes_nothing,
           test_setup_1g_recipe, test_setup_apply_runtime, test_setup_persist_grub_file,
           test_setup_errors])
