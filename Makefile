@@ -59,11 +59,11 @@ TOOLS		:= $(sort $(TOOLS))
 TOOL_BINS	:= $(TOOLS:%=$(BUILD)/%)
 
 # tests run by `make check` after the unit suites (mk/*.mk add to these)
-CHECK_EXTRA	:=
+CHECK_EXTRA	:= check-install
 # sanitizer passes: which test binaries run under TSan (concurrent parts)
 TSAN_TESTS	:= $(patsubst tests/%.c,%,$(wildcard tests/test_*thread*.c))
 
-.PHONY: all lib tests tools check check-all check-unit check-asan check-tsan check-exports \
+.PHONY: all lib tests tools check check-all check-install check-unit check-asan check-tsan check-exports \
 	demo bench install install-lib uninstall clean deps help
 .DEFAULT_GOAL := all
 
@@ -145,6 +145,9 @@ check-all:
 
 check-unit: all tests
 	$(Q)scripts/run-tests --build $(BUILD) $(TEST_BINS)
+
+check-install: all
+	$(Q)tests/install/check-install.sh $(BUILD)
 
 check-tsan: tests
 	$(Q)scripts/run-tests --build $(BUILD) --tsan $(TSAN_TESTS:%=$(BUILD)/tests/%)
