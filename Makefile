@@ -96,13 +96,19 @@ $(STLIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/hugekv.pc: Makefile
-	$(call msg,GEN,$@)
-	$(Q)printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' \
+# the .pc names the install paths, so `make install` writes it anew for
+# the PREFIX it is given; $(BUILD)/hugekv.pc is the default-PREFIX copy
+define gen_pc
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' \
 		'includedir=$(INCLUDEDIR)' '' 'Name: hugekv' \
 		'Description: host KV-cache allocator on NUMA-local hugepage arenas' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lhugekv' \
-		'Libs.private: -lnuma -lpthread -lm' 'Cflags: -I$${includedir}' > $@
+		'Libs.private: -lnuma -lpthread -lm' 'Cflags: -I$${includedir}' > $(1)
+endef
+
+$(BUILD)/hugekv.pc: Makefile
+	$(call msg,GEN,$@)
+	$(Q)$(call gen_pc,$@)
 
 # every hkv_* function the header declares is exported, and nothing else
 check-exports: $(SHLIB)
@@ -167,7 +173,7 @@ install-lib: lib tools
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libhugekv.so
 	install -m 0644 $(STLIB) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/hugekv.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 0644 $(BUILD)/hugekv.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	$(call gen_pc,$(DESTDIR)$(PKGCONFIGDIR)/hugekv.pc)
 	$(if $(TOOL_BINS),install -m 0755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/)
 
 clean:
