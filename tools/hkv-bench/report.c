@@ -38,11 +38,11 @@ void report_text(const struct churn *c, FILE *f)
 	const struct result *h = &c->hkv[0];
 	char pages[32];
 
-	fprintf(f, "churn: %s pages of %llu KiB (%.1f GB), occupancy %.3f, %s victims, "
+	fprintf(f, "churn: %s pages of %llu KiB (%.1f GiB), occupancy %.3f, %s victims, "
 		"split %.2f, burn-in %.1fx, sizes %s (mean %.1f pages)%s\n",
 		fmt_count(c->w.npages, pages, sizeof(pages)),
 		(unsigned long long)(c->page_size >> 10),
-		c->w.npages * (double)c->page_size / 1e9, c->w.occupancy,
+		c->w.npages * (double)c->page_size / (1 << 30), c->w.occupancy,
 		evict_name(c->w.evict), c->w.split_share, c->w.burnin, c->w.sizes.name,
 		c->w.sizes.mean, c->w.page_bytes ? ", memory pool" : ", index-only pool");
 	fprintf(f, "measured: %llu ops (%llu allocs, %llu frees) after %llu burn-in ops; "
