@@ -67,3 +67,8 @@ CHECK_EXTRA	+= check-trace
 
 # keep the BPF object: hkv-trace's skeleton embeds it, and so may a reader
 .SECONDARY: $(BUILD)/bpf/hugekv.bpf.o $(BUILD)/bpf/vmlinux.h
+
+# the bpftrace one-liners, for operators without a checkout
+install::
+	install -d $(DESTDIR)$(PREFIX)/share/hugekv/bpftrace
+	install -m 0644 $(wildcard scripts/bpftrace/*.bt) $(DESTDIR)$(PREFIX)/share/hugekv/bpftrace/
