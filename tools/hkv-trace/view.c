@@ -326,12 +326,28 @@ static void json_pools(const struct view *v)
 	}
 }
 
+/* a JSON string: quotes, backslashes and control characters escaped */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
 static void print_json(struct view *v, const struct hkv_hist *h, double elapsed)
 {
 	unsigned id;
 
-	printf("{\"duration_s\": %.3f, \"pid\": %d, \"library\": \"%s\", \"ops\": %s",
-	       elapsed, v->o->pid, v->t->lib, v->o->ops ? "true" : "false");
+	printf("{\"duration_s\": %.3f, \"pid\": %d, \"library\": ", elapsed, v->o->pid);
+	json_string(v->t->lib);
+	printf(", \"ops\": %s", v->o->ops ? "true" : "false");
 	/* a probe that was not attached has no count: null, not 0 */
 	for (id = 0; id < HKV_P_NR; id++) {
 		if (v->t->attached[id])
