@@ -22,7 +22,7 @@ struct reserve {
 	int node;			/* -1: system-wide pool */
 	uint64_t page_bytes, want;	/* pages asked for */
 	uint64_t before, granted, free;
-	bool json, quiet;
+	bool json, quiet, have_size;
 };
 
 static void reserve_usage(FILE *f)
@@ -215,6 +215,7 @@ static int reserve_args(int argc, char **argv, struct reserve *r)
 				ctl_err("reserve", "bad --size '%s' (e.g. 200G, 512M, 0)", optarg);
 				return -EINVAL;
 			}
+			r->have_size = true;
 			break;
 		case 'n':
 			if (ctl_parse_int(optarg, 0, CTL_MAX_NODES - 1, &v)) {
@@ -244,11 +245,11 @@ static int reserve_args(int argc, char **argv, struct reserve *r)
 }
 
 /* the page size and node exist, before anything is written */
-static int reserve_validate(const struct reserve *r, bool have_size)
+static int reserve_validate(const struct reserve *r)
 {
 	char s[32];
 
-	if (!have_size) {
+	if (!r->have_size) {
 		ctl_err("reserve", "--size is required (the pool's total, e.g. 200G)");
 		return CTL_USAGE;
 	}
@@ -271,17 +272,13 @@ static int reserve_validate(const struct reserve *r, bool have_size)
 int cmd_reserve(int argc, char **argv)
 {
 	struct reserve r = { .node = -1, .page_bytes = 2ull << 20 };
-	bool have_size = false;
 	char p[512];
 	int err, rc;
 
-	for (int i = 1; i < argc; i++)
-		if (!strncmp(argv[i], "--size", 6) || !strcmp(argv[i], "-s"))
-			have_size = true;
 	err = reserve_args(argc, argv, &r);
 	if (err)
 		return err > 0 ? CTL_OK : CTL_USAGE;
-	rc = reserve_validate(&r, have_size);
+	rc = reserve_validate(&r);
 	if (rc != CTL_OK)
 		return rc;
 	err = reserve_apply(&r);

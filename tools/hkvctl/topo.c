@@ -335,7 +335,7 @@ static void json_limit(struct ctl_json *j, const char *key, uint64_t v)
 		json_u64(j, key, v);
 }
 
-void topo_json_rest(const struct topo *t, struct ctl_json *j)
+static void json_sizes(const struct topo *t, struct ctl_json *j)
 {
 	json_arr(j, "hugepage_sizes");
 	for (int k = 0; k < t->nsizes; k++) {
@@ -353,6 +353,10 @@ void topo_json_rest(const struct topo *t, struct ctl_json *j)
 		json_close(j);
 	}
 	json_close(j);
+}
+
+static void json_limits(const struct topo *t, struct ctl_json *j)
+{
 	json_obj(j, "thp");
 	json_str(j, "enabled", t->thp_enabled);
 	json_str(j, "defrag", t->thp_defrag);
@@ -374,6 +378,10 @@ void topo_json_rest(const struct topo *t, struct ctl_json *j)
 		json_close(j);
 	}
 	json_close(j);
+}
+
+static void json_pci(const struct topo *t, struct ctl_json *j)
+{
 	json_arr(j, "pci");
 	for (int i = 0; i < t->npci; i++) {
 		const struct topo_pci *d = &t->pci[i];
@@ -390,4 +398,16 @@ void topo_json_rest(const struct topo *t, struct ctl_json *j)
 		json_close(j);
 	}
 	json_close(j);
+}
+
+/**
+ * topo_json_rest() - the topology JSON after "nodes"
+ * @t: the topology
+ * @j: the writer, inside the top-level object
+ */
+void topo_json_rest(const struct topo *t, struct ctl_json *j)
+{
+	json_sizes(t, j);
+	json_limits(t, j);
+	json_pci(t, j);
 }
