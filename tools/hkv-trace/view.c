@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 
 #include <bpf/bpf.h>
@@ -212,6 +213,16 @@ static void print_row(const struct view *v, const struct pool_row *r, double dt)
 		printf(" %9s\n", "-");
 }
 
+/* worth a line: its process is alive, or it moved in this interval */
+static bool row_live(const struct view *v, const struct pool_row *r)
+{
+	const struct pool_row *p = row_find(v->prev, v->nprev, r->key.tgid, r->key.pool);
+
+	if (kill((pid_t)r->key.tgid, 0) == 0 || errno != ESRCH)
+		return true;
+	return !p || memcmp(&p->st, &r->st, sizeof(r->st));
+}
+
 /**
  * view_tick() - print the live view for the interval that just ended
  * @v: the view
@@ -227,12 +238,13 @@ void view_tick(struct view *v, double dt)
 	read_pools(v);
 	if (v->o->mode == MODE_LIVE && !v->o->json) {
 		strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
-		printf("\n%s  %u pool(s)%s\n", stamp, v->ncur,
+		printf("\n%s  %u pool(s) seen%s\n", stamp, v->ncur,
 		       v->t->attached[HKV_P_ALLOC] ? "" : "  (alloc/free rates: run with --ops)");
 		printf("%8s %6s %9s %9s %9s %11s %9s %9s %9s\n", "PID", "POOL", "ALLOC/s",
 		       "FREE/s", "EVICT/s", "FREE_PAGES", "FREE_EXT", "LARGEST", "EXT/ALLOC");
 		for (i = 0; i < v->ncur; i++)
-			print_row(v, &v->cur[i], dt > 0 ? dt : 1);
+			if (row_live(v, &v->cur[i]))
+				print_row(v, &v->cur[i], dt > 0 ? dt : 1);
 		printf("events: %llu\n", (unsigned long long)v->interval_events);
 		for (i = 0; i < v->nshown; i++)
 			print_event(stdout, v, &v->shown[i]);
