@@ -49,25 +49,33 @@ int tr_check_env(void)
 	return 0;
 }
 
-/* the libhugekv mapping of a process, from /proc/PID/maps */
+/*
+ * the libhugekv mapping of a process, from /proc/PID/maps: the first one
+ * with hugekv probes (a process may also map a copy built without them)
+ */
 static int lib_of_pid(int pid, char *out, size_t outsz)
 {
 	char path[64], line[PATH_MAX + 128];
-	int ret = -ENOENT;
+	int ret = -ENOENT, nargs[HKV_P_NR];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	while (ret && fgets(line, sizeof(line), f)) {
+	while (fgets(line, sizeof(line), f)) {
 		char *p = strchr(line, '/');
 
 		if (!p || !strstr(p, "/libhugekv"))
 			continue;
 		p[strcspn(p, "\n")] = 0;
-		snprintf(out, outsz, "%s", p);
+		if (ret)
+			snprintf(out, outsz, "%s", p);	/* the first, if none has probes */
 		ret = 0;
+		if (tr_elf_probes(p, nargs) > 0) {
+			snprintf(out, outsz, "%s", p);
+			break;
+		}
 	}
 	fclose(f);
 	return ret;
