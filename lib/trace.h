@@ -28,7 +28,9 @@
  * pass memory operands such as 88(%r12,%rax,8), which libbpf 1.1's USDT
  * argument parser rejects (and which cost a tracer a user memory read).
  */
+#ifndef STAP_SDT_ARG_CONSTRAINT
 #define STAP_SDT_ARG_CONSTRAINT nr
+#endif
 #include <sys/sdt.h>
 #endif
 
