@@ -10,7 +10,7 @@
 
 #define TOPO_MAX_CPUS	4096
 #define TOPO_MAX_DIST	256
-#define TOPO_MAX_PCI	64
+#define TOPO_MAX_PCI	1024	/* SR-IOV NICs bring many functions */
 #define TOPO_MAX_CG	CTL_MAX_SIZES
 
 struct topo_node {
