@@ -125,7 +125,8 @@ static int try_backing(struct hkv_arena *a, struct arena_seg *s, int b)
 static void report_fallback(struct hkv_arena *a, struct arena_seg *s, int from, int to,
 			    int err, uint64_t t0)
 {
-	hkv_log(HKV_LOG_WARN, "pool %llu node %d: %s backing for %llu bytes failed (%s); %s",
+	hkv_log(to < 0 ? HKV_LOG_ERR : HKV_LOG_WARN,
+		"pool %llu node %d: %s backing for %llu bytes failed (%s); %s",
 		(unsigned long long)a->pool_id, s->node, backing_name(from),
 		(unsigned long long)s->bytes, strerror(-err),
 		to < 0 ? "no fallback (strict)" : backing_name(to));

@@ -109,7 +109,12 @@ static int collect(struct hkv_arena *a, struct arena_seg *s, struct slice *sl, u
 		hkv_log(HKV_LOG_WARN, "pool %llu node %d: no MADV_POPULATE_WRITE; touched pages",
 			(unsigned long long)a->pool_id, s->node);
 	s->threads = n - inline_runs ? n - inline_runs : 1;	/* 1: the creating thread */
-	return err;
+	if (err)
+		hkv_log(HKV_LOG_WARN, "pool %llu node %d: prefault failed: %s",
+			(unsigned long long)a->pool_id, s->node, strerror(-err));
+	/* EFAULT: a fault that would have raised SIGBUS (no page to be had,
+	 * e.g. a cgroup hugetlb limit or an empty node): a shortfall */
+	return err == -EFAULT ? -ENOMEM : err;
 }
 
 /**
@@ -117,8 +122,9 @@ static int collect(struct hkv_arena *a, struct arena_seg *s, struct slice *sl, u
  * @a: the arena
  * @s: the segment, mapped and bound
  *
- * Return: 0, or -errno of MADV_POPULATE_WRITE (-ENOMEM, -EFAULT: the pages
- * are not there to be had) or -ENOMEM for the thread bookkeeping.
+ * Return: 0, or -ENOMEM when the pages are not there to be had (populate's
+ * -ENOMEM or -EFAULT, where a touch would have raised SIGBUS) or for the
+ * thread bookkeeping, or another -errno of MADV_POPULATE_WRITE.
  */
 int arena_prefault(struct hkv_arena *a, struct arena_seg *s)
 {
