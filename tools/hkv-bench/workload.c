@@ -172,7 +172,7 @@ int trace_generate(const struct workload *w, struct trace *t)
 		if (phase == PH_MEASURE && !t->measure_from)
 			t->measure_from = t->n;
 		if (gen_fits(&g)) {
-			uint32_t pages;
+			uint32_t pages = 0;
 			int64_t id = gen_alloc(&g, &pages);
 
 			err = id < 0 ? (int)id : trace_push(t, OP_ALLOC, pages, (uint32_t)id);
