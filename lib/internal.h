@@ -274,8 +274,6 @@ int topo_read(struct topo *t);
 const struct topo_node *topo_find(const struct topo *t, int n);
 const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz);
 const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz);
-/* parse "0-3,5" into a bitmask of max bits; 0 or -EINVAL */
-int numa_parse_list(const char *s, uint64_t *mask, unsigned max);
 
 /* ---- plan.c: segments per node and the backing each gets --------------- */
 uint64_t backing_pgsz(int backing);

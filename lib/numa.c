@@ -15,44 +15,6 @@
 #define SYS_HUGE	"/sys/kernel/mm/hugepages"
 #define SYS_THP		"/sys/kernel/mm/transparent_hugepage/enabled"
 
-/**
- * numa_parse_list() - parse a sysfs list such as "0-3,5"
- * @s: the list (trailing newline allowed)
- * @mask: receives the bits, (@max + 63) / 64 words
- * @max: number of bits in @mask
- *
- * Return: 0, or -EINVAL on a malformed list or a number >= @max.
- */
-int numa_parse_list(const char *s, uint64_t *mask, unsigned max)
-{
-	unsigned long a, b, i;
-	char *end;
-
-	memset(mask, 0, (max + 63) / 64 * sizeof(*mask));
-	while (*s && *s != '\n') {
-		a = strtoul(s, &end, 10);
-		if (end == s)
-			return -EINVAL;
-		b = a;
-		if (*end == '-') {
-			s = end + 1;
-			b = strtoul(s, &end, 10);
-			if (end == s || b < a)
-				return -EINVAL;
-		}
-		if (b >= max)
-			return -EINVAL;
-		for (i = a; i <= b; i++)
-			mask[i / 64] |= 1ull << (i % 64);
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s && *s != '\n')
-			return -EINVAL;
-	}
-	return 0;
-}
-
 /* total/free/resv of one pool directory; a missing directory is "absent" */
 static int read_pool(const char *dir, bool with_resv, struct topo_pool *p)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * test_numa.c - topology (lib/numa.c): this machine as libnuma and sysfs
- * describe it, cross-checked against /proc and sysconf; node lists; a
+ * describe it, cross-checked against /proc and sysconf; a
  * missing 1 GiB pool; more nodes than reported inline; node CPUs that
  * cannot be read (reported, prefault unpinned); and the plan's choice of
  * backing from those numbers (plan.c), without mapping anything.
@@ -15,27 +15,6 @@
 #include <cmocka.h>
 
 #include "hkv_test_mem.h"
-
-static void t_parse_list(void **state)
-{
-	uint64_t m[2];
-
-	(void)state;
-	assert_int_equal(numa_parse_list("0", m, 128), 0);
-	assert_int_equal(m[0], 1);
-	assert_int_equal(numa_parse_list("0-3,5\n", m, 128), 0);
-	assert_int_equal(m[0], 0x2f);
-	assert_int_equal(numa_parse_list("64,127", m, 128), 0);
-	assert_int_equal(m[0], 0);
-	assert_int_equal(m[1], 1ull | 1ull << 63);
-	assert_int_equal(numa_parse_list("", m, 128), 0);
-	assert_int_equal(m[0] | m[1], 0);
-	assert_int_equal(numa_parse_list("128", m, 128), -EINVAL);
-	assert_int_equal(numa_parse_list("3-1", m, 128), -EINVAL);
-	assert_int_equal(numa_parse_list("a", m, 128), -EINVAL);
-	assert_int_equal(numa_parse_list("1-", m, 128), -EINVAL);
-	assert_int_equal(numa_parse_list("1;2", m, 128), -EINVAL);
-}
 
 static void t_this_machine(void **state)
 {
@@ -227,7 +206,6 @@ static void t_plan_global_sum(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_parse_list),
 		cmocka_unit_test(t_this_machine),
 		cmocka_unit_test(t_many_nodes),
 		cmocka_unit_test(t_node_cpus_fail),
