@@ -94,6 +94,23 @@ static int free_check(struct hkv_pool *pool, const struct hkv_extent *ext, unsig
 	return err;
 }
 
+/*
+ * A random victim's bitmap word and boundary tags are usually cold: start
+ * all their misses now, in parallel, rather than one after another under
+ * the lock.
+ */
+static void free_prefetch(const struct hkv_pool *pool, const struct hkv_extent *e)
+{
+	const struct xindex *x = &pool->lanes[lane_of(pool, e->start)].xi;
+	uint64_t s = e->start - x->base, last = HKV_MIN(s + e->len, (uint64_t)x->npages) - 1;
+
+	__builtin_prefetch(&x->allocated[XI_WORD(s)]);
+	__builtin_prefetch(&x->allocated[XI_WORD(last + 1 < x->npages ? last + 1 : last)]);
+	__builtin_prefetch(&x->tag[s ? s - 1 : s], 1);
+	__builtin_prefetch(&x->tag[last], 1);
+	__builtin_prefetch(&x->tag[last + 1 < x->npages ? last + 1 : last], 1);
+}
+
 /**
  * hkv_free() - free every page of some extents, all or nothing
  * @pool: the pool
@@ -115,6 +132,7 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	ret = n ? free_validate(pool, ext, n, &lo, &hi, &pieces) : 0;
 	if (ret || !n)
 		goto out;
+	free_prefetch(pool, &ext[0]);
 	lock_range(pool, lo, hi);
 	for (i = lo; i <= hi && !ret; i++)
 		ret = xi_reserve(&pool->lanes[i].xi, (uint32_t)pieces);
