@@ -94,8 +94,8 @@ static int bind_segment(struct hkv_arena *a, struct arena_seg *s)
 	return 0;
 }
 
-/* map, bind and prefault a segment with one backing; 0 or -errno */
-static int try_backing(struct hkv_arena *a, struct arena_seg *s, int b)
+/* map and bind a segment with one backing (no prefault yet); 0 or -errno */
+static int map_bind(struct hkv_arena *a, struct arena_seg *s, int b)
 {
 	void *p;
 	int err;
@@ -114,16 +114,17 @@ static int try_backing(struct hkv_arena *a, struct arena_seg *s, int b)
 	if (!err && b == HKV_BACKING_SMALL && a->topo.thp_mode[0] &&
 	    os->madvise(s->base, s->bytes, MADV_NOHUGEPAGE))
 		err = soft_fail(a, s, "MADV_NOHUGEPAGE", -errno);
-	if (!err && !(a->opts.flags & HKV_POOL_NO_PREFAULT))
-		err = arena_prefault(a, s);
-	if (!err)
-		err = arena_verify(a, s);
 	return err;
+}
+
+static bool prefaulting(const struct hkv_arena *a)
+{
+	return !(a->opts.flags & HKV_POOL_NO_PREFAULT);
 }
 
 /* report one step down the backing order */
 static void report_fallback(struct hkv_arena *a, struct arena_seg *s, int from, int to,
-			    int err, uint64_t t0)
+			    int err)
 {
 	hkv_log(to < 0 ? HKV_LOG_ERR : HKV_LOG_WARN,
 		"pool %llu node %d: %s backing for %llu bytes failed (%s); %s",
@@ -131,7 +132,7 @@ static void report_fallback(struct hkv_arena *a, struct arena_seg *s, int from, 
 		(unsigned long long)s->bytes, strerror(-err),
 		to < 0 ? "no fallback (strict)" : backing_name(to));
 	hkv_probe_arena_fallback(a->pool_id, s->node, s->bytes, backing_pgsz(from), err,
-				 os->now_ns() - t0);
+				 os->now_ns() - s->t0);
 	if (to < 0)
 		return;
 	s->flags |= HKV_REGION_FALLBACK;
@@ -140,38 +141,73 @@ static void report_fallback(struct hkv_arena *a, struct arena_seg *s, int from, 
 		s->why = err;
 }
 
-static int map_segment(struct hkv_arena *a, struct arena_seg *s, const struct hkv_plan_node *pn)
+/* give back a segment whose backing failed and take the next; 0 or -errno */
+static int step_down(struct hkv_arena *a, struct arena_seg *s, int err)
 {
-	uint64_t t0 = os->now_ns();
-	int b = pn->backing, next, err, uerr;
+	int uerr = unmap_segment(s), next;
+
+	if (uerr) {
+		hkv_log(HKV_LOG_ERR, "pool %llu: cannot give back a failed segment: %s",
+			(unsigned long long)a->pool_id, strerror(-uerr));
+		return uerr;
+	}
+	s->flags &= ~(HKV_REGION_MISPLACED | HKV_REGION_THP);
+	next = plan_next_backing(&a->opts, s->backing);
+	report_fallback(a, s, s->backing, next, err);
+	if (next < 0)
+		return err;
+	s->backing = next;
+	return 0;
+}
+
+/* the segment is final: flags, counters, probe */
+static void settled(struct hkv_arena *a, struct arena_seg *s)
+{
+	if (s->backing == HKV_BACKING_THP)
+		s->flags |= HKV_REGION_THP;
+	a->fallbacks += s->fallbacks;
+	hkv_probe_arena_map(a->pool_id, s->node, s->bytes, s->pgsz, os->now_ns() - s->t0);
+}
+
+/* one segment on its own, from its current backing down, until one works */
+static int settle_alone(struct hkv_arena *a, struct arena_seg *s)
+{
+	int err;
+
+	for (;;) {
+		err = map_bind(a, s, s->backing);
+		if (!err && prefaulting(a)) {
+			int perr = arena_prefault(a, &s, 1, &err);
+
+			err = perr ? perr : err;
+			a->prefault_ns += s->prefault_ns;	/* every try's time */
+		}
+		if (!err)
+			err = arena_verify(a, s);
+		if (!err)
+			return 0;
+		err = step_down(a, s, err);
+		if (err)
+			return err;
+	}
+}
+
+/* phase 1: map and bind, stepping down where even that fails */
+static int place_segment(struct hkv_arena *a, struct arena_seg *s,
+			 const struct hkv_plan_node *pn)
+{
+	int b, next, err;
 
 	/* the plan already stepped down: report each step and why */
 	for (b = pn->wanted_backing; b != pn->backing && b >= 0; b = next) {
 		next = plan_next_backing(&a->opts, b);
 		err = plan_fits(&a->topo, s->tn, b, s->bytes, 0);
-		report_fallback(a, s, b, next, err ? err : pn->fallback_errno, t0);
+		report_fallback(a, s, b, next, err ? err : pn->fallback_errno);
 	}
-	b = pn->backing;
-	for (;;) {
-		err = try_backing(a, s, b);
-		if (!err)
-			break;
-		uerr = unmap_segment(s);
-		if (uerr) {
-			hkv_log(HKV_LOG_ERR, "pool %llu: cannot give back a failed segment: %s",
-				(unsigned long long)a->pool_id, strerror(-uerr));
-			return uerr;
-		}
-		s->flags &= ~(HKV_REGION_MISPLACED | HKV_REGION_THP);
-		next = plan_next_backing(&a->opts, b);
-		report_fallback(a, s, b, next, err, t0);
-		if (next < 0)
+	s->backing = pn->backing;
+	while ((err = map_bind(a, s, s->backing)))
+		if ((err = step_down(a, s, err)))
 			return err;
-		b = next;
-	}
-	if (b == HKV_BACKING_THP)
-		s->flags |= HKV_REGION_THP;
-	hkv_probe_arena_map(a->pool_id, s->node, s->bytes, s->pgsz, os->now_ns() - t0);
 	return 0;
 }
 
@@ -187,6 +223,7 @@ static void seg_init(struct hkv_arena *a, struct arena_seg *s, const struct hkv_
 	s->tn = topo_find(&a->topo, pn->node);
 	s->wanted = pn->wanted_backing;
 	s->wanted_pgsz = pn->wanted_bytes;
+	s->t0 = os->now_ns();
 }
 
 /* plan, then log a strict shortfall the way an operator can act on it */
@@ -221,24 +258,46 @@ static int arena_plan(struct hkv_arena *a, struct hkv_plan *p)
 	return err;
 }
 
-/* map every segment into the reserved range */
+/*
+ * Map every segment into the reserved range. All segments are mapped and
+ * bound first, then prefaulted at once (each by its own node's CPUs, so a
+ * two-socket pool fills both sockets' memory in parallel), then verified;
+ * a segment that fails there is redone alone with the next backing.
+ */
 static int map_all(struct hkv_arena *a, const struct hkv_plan *p)
 {
-	uint64_t off = 0;
+	struct arena_seg *segs[HKV_MAX_NODES];
+	int errs[HKV_MAX_NODES] = { 0 };
+	uint64_t off = 0, t0;
 	unsigned i;
 	int err;
 
 	for (i = 0; i < p->nnodes; i++) {
-		struct arena_seg *s = &a->seg[i];
-
-		seg_init(a, s, &p->node[i], a->base + off);
-		off += s->bytes;
+		segs[i] = &a->seg[i];
+		seg_init(a, segs[i], &p->node[i], a->base + off);
+		off += segs[i]->bytes;
 		a->nseg = i + 1;
-		err = map_segment(a, s, &p->node[i]);
+		err = place_segment(a, segs[i], &p->node[i]);
 		if (err)
 			return err;
-		a->prefault_ns += s->prefault_ns;
-		a->fallbacks += s->fallbacks;
+	}
+	t0 = os->now_ns();
+	if (prefaulting(a)) {
+		err = arena_prefault(a, segs, a->nseg, errs);
+		if (err)
+			return err;
+	}
+	a->prefault_ns = prefaulting(a) ? os->now_ns() - t0 : 0;
+	for (i = 0; i < a->nseg; i++) {
+		err = errs[i] ? errs[i] : arena_verify(a, segs[i]);
+		if (err) {
+			err = step_down(a, segs[i], err);
+			if (!err)
+				err = settle_alone(a, segs[i]);
+			if (err)
+				return err;
+		}
+		settled(a, segs[i]);
 	}
 	return 0;
 }

@@ -165,6 +165,15 @@ unsigned lane_of(const struct hkv_pool *pool, uint64_t page);
 /* allocate from a locked lane; counts the result */
 int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigned flags,
 		      struct hkv_extent *ext, unsigned max_ext);
+/* the piece of [p, end) inside p's lane and chunk (extents never cross
+ * either); returns the lane, sets *len */
+unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint64_t *len);
+#define for_each_piece(pool, e, p, len, li)					\
+	for (uint64_t p = (e)->start, len, _end = (e)->start + (e)->len;	\
+	     p < _end && ((li) = lane_piece(pool, p, _end, &len), 1); p += len)
+/* lock or unlock lanes lo..hi, in ascending order (the lock order) */
+void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi);
+void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi);
 /* HKV_LANE_ANY: a lane with one extent of n pages, else the emptiest */
 int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out);
@@ -301,6 +310,7 @@ struct arena_seg {
 	unsigned flags, fallbacks, threads;
 	int why;			/* -errno of the first fallback */
 	uint64_t prefault_ns, misplaced;
+	uint64_t t0;			/* its mapping began (probes' ns) */
 };
 
 struct hkv_arena {
@@ -315,8 +325,9 @@ struct hkv_arena {
 	struct arena_seg seg[HKV_MAX_NODES];
 };
 
-/* prefault a mapped segment with threads pinned to its node; 0 or -errno */
-int arena_prefault(struct hkv_arena *a, struct arena_seg *s);
+/* prefault n mapped segments at once, each with threads pinned to its node;
+ * errs[i] receives segment i's result; returns 0 or -ENOMEM (bookkeeping) */
+int arena_prefault(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs);
 /* move_pages placement and smaps page size; 0, or -EIO (strict mismatch) */
 int arena_verify(struct hkv_arena *a, struct arena_seg *s);
 /* smallest KernelPageSize of the VMAs over [addr, addr+len), bytes or -errno */

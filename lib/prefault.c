@@ -19,8 +19,10 @@ struct slice {
 	const struct arena_seg *s;
 	char *p;
 	uint64_t len, step;
+	uint64_t end_ns;	/* when it finished */
 	int err;		/* -errno of the populate */
 	bool pin;		/* on a thread of its own: pin it to the node */
+	bool ran_inline;	/* its thread could not start */
 	bool affinity_failed, touched;
 };
 
@@ -40,14 +42,16 @@ static void *prefault_slice(void *arg)
 	if (sl->pin && tn && tn->ncpus && os->set_affinity(&tn->cpus))
 		sl->affinity_failed = true;
 	if (!os->madvise(sl->p, sl->len, MADV_POPULATE_WRITE))
-		return NULL;
+		goto done;
 	if (errno != EINVAL) {
 		sl->err = -errno;
-		return NULL;
+		goto done;
 	}
 	/* kernel before 5.14: touch every page instead */
 	touch(sl->p, sl->len, sl->step);
 	sl->touched = true;
+done:
+	sl->end_ns = os->now_ns();
 	return NULL;
 }
 
@@ -65,9 +69,9 @@ static unsigned thread_count(const struct hkv_arena *a, const struct arena_seg *
  * Run the slices on threads of their own (pinned); a slice whose thread
  * cannot start runs here, unpinned, so the caller's affinity never changes.
  */
-static unsigned run_slices(struct slice *sl, pthread_t *tid, bool *started, unsigned n)
+static void run_slices(struct slice *sl, pthread_t *tid, bool *started, unsigned n)
 {
-	unsigned i, inline_runs = 0;
+	unsigned i;
 
 	for (i = 0; i < n; i++) {
 		sl[i].pin = true;
@@ -79,25 +83,29 @@ static unsigned run_slices(struct slice *sl, pthread_t *tid, bool *started, unsi
 			continue;
 		}
 		sl[i].pin = false;
+		sl[i].ran_inline = true;
 		prefault_slice(&sl[i]);
-		inline_runs++;
 	}
-	return inline_runs;
 }
 
-static int collect(struct hkv_arena *a, struct arena_seg *s, struct slice *sl, unsigned n,
-		   unsigned inline_runs)
+/* one segment's slices: its result, its time, and what to report */
+static int collect(struct hkv_arena *a, struct arena_seg *s, const struct slice *sl,
+		   unsigned n, uint64_t t0)
 {
 	bool aff = false, touched = false;
-	unsigned i;
+	unsigned i, inline_runs = 0;
+	uint64_t end = t0;
 	int err = 0;
 
 	for (i = 0; i < n; i++) {
 		aff |= sl[i].affinity_failed;
 		touched |= sl[i].touched;
+		inline_runs += sl[i].ran_inline;
+		end = HKV_MAX(end, sl[i].end_ns);
 		if (!err)
 			err = sl[i].err;
 	}
+	s->prefault_ns = end - t0;
 	if (inline_runs)
 		hkv_log(HKV_LOG_WARN, "pool %llu node %d: %u of %u prefault threads could not "
 			"start; their slices ran on the creating thread",
@@ -117,40 +125,60 @@ static int collect(struct hkv_arena *a, struct arena_seg *s, struct slice *sl, u
 	return err == -EFAULT ? -ENOMEM : err;
 }
 
-/**
- * arena_prefault() - fault a mapped segment in with threads on its node
- * @a: the arena
- * @s: the segment, mapped and bound
- *
- * Return: 0, or -ENOMEM when the pages are not there to be had (populate's
- * -ENOMEM or -EFAULT, where a touch would have raised SIGBUS) or for the
- * thread bookkeeping, or another -errno of MADV_POPULATE_WRITE.
- */
-int arena_prefault(struct hkv_arena *a, struct arena_seg *s)
+/* cut segment s into n slices of whole 2 MiB-or-larger units */
+static void cut(struct arena_seg *s, struct slice *sl, unsigned n)
 {
-	uint64_t unit = HKV_MAX(s->pgsz, HKV_PGSZ_2M), units, t0 = os->now_ns();
-	struct slice *sl;
-	pthread_t *tid;
-	bool *started;
-	unsigned n, i, inline_runs;
-	int err = -ENOMEM;
+	uint64_t unit = HKV_MAX(s->pgsz, HKV_PGSZ_2M), units = (s->bytes + unit - 1) / unit;
+	unsigned i;
 
-	units = (s->bytes + unit - 1) / unit;
-	n = thread_count(a, s, units);
-	sl = calloc(n, sizeof(*sl));
-	tid = calloc(n, sizeof(*tid));
-	started = calloc(n, sizeof(*started));
-	if (!sl || !tid || !started)
-		goto free_bufs;
 	for (i = 0; i < n; i++) {
 		uint64_t b0 = units * i / n * unit, b1 = HKV_MIN(units * (i + 1) / n * unit, s->bytes);
 
 		sl[i] = (struct slice){ .s = s, .p = s->base + b0, .len = b1 - b0,
 					.step = s->pgsz };
 	}
-	inline_runs = run_slices(sl, tid, started, n);
-	err = collect(a, s, sl, n, inline_runs);
-	s->prefault_ns = os->now_ns() - t0;
+}
+
+/**
+ * arena_prefault() - fault mapped segments in, all at once
+ * @a: the arena
+ * @segs: the segments, mapped and bound
+ * @n: how many
+ * @errs: errs[i] receives segment i's result: 0, -ENOMEM when its pages are
+ *	not there to be had (populate's -ENOMEM, or -EFAULT where a touch
+ *	would have raised SIGBUS), or another -errno of MADV_POPULATE_WRITE
+ *
+ * Each segment gets its own threads (prefault_threads, default the node's
+ * CPUs), pinned to its node's CPUs; all run together.
+ *
+ * Return: 0, or -ENOMEM when the thread bookkeeping cannot be allocated.
+ */
+int arena_prefault(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs)
+{
+	unsigned nt[HKV_MAX_NODES], total = 0, i, at;
+	uint64_t t0 = os->now_ns();
+	struct slice *sl;
+	pthread_t *tid;
+	bool *started;
+	int err = -ENOMEM;
+
+	for (i = 0; i < n; i++) {
+		uint64_t unit = HKV_MAX(segs[i]->pgsz, HKV_PGSZ_2M);
+
+		nt[i] = thread_count(a, segs[i], (segs[i]->bytes + unit - 1) / unit);
+		total += nt[i];
+	}
+	sl = calloc(total, sizeof(*sl));
+	tid = calloc(total, sizeof(*tid));
+	started = calloc(total, sizeof(*started));
+	if (!sl || !tid || !started)
+		goto free_bufs;
+	for (i = 0, at = 0; i < n; at += nt[i++])
+		cut(segs[i], sl + at, nt[i]);
+	run_slices(sl, tid, started, total);
+	for (i = 0, at = 0; i < n; at += nt[i++])
+		errs[i] = collect(a, segs[i], sl + at, nt[i], t0);
+	err = 0;
 free_bufs:
 	free(started);
 	free(tid);

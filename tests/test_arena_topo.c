@@ -8,8 +8,9 @@
  * MAP_HUGE_1GB mapping is made of real 2 MiB hugepages (smaps is rewritten
  * to say 1048576 kB for it), mbind to node 1 binds node 0 instead (the
  * request is recorded), and move_pages reports node 1 for the pages bound
- * there. Everything else is real: the memory, the prefault threads, their
- * pinning to the fake node's CPU, the kernel's hugepage accounting. Also
+ * there. Everything else is real: the memory, the prefault threads (both
+ * nodes' at once), their pinning to the fake node's CPU, the kernel's
+ * hugepage accounting. Also
  * here: smaps reporting smaller pages than asked, a kernel refusing the
  * hugetlb reservation that sysfs said was there (in a child: no SIGBUS),
  * and a kernel without NUMA support.
@@ -210,6 +211,28 @@ static int fk_set_affinity(const cpu_set_t *set)
 	return tm_ops.set_affinity(set);
 }
 
+/* POPULATE_WRITE calls in flight, each held 200 ms when fk.slow */
+static unsigned inflight, max_inflight;
+static bool slow;
+
+static int fk_madvise(void *addr, size_t len, int advice)
+{
+	int ret;
+
+	if (advice != MADV_POPULATE_WRITE || !slow)
+		return tm_ops.madvise(addr, len, advice);
+	pthread_mutex_lock(&fk.lock);
+	inflight++;
+	max_inflight = HKV_MAX(max_inflight, inflight);
+	pthread_mutex_unlock(&fk.lock);
+	usleep(200 * 1000);
+	ret = tm_ops.madvise(addr, len, advice);
+	pthread_mutex_lock(&fk.lock);
+	inflight--;
+	pthread_mutex_unlock(&fk.lock);
+	return ret;
+}
+
 static struct os_ops fk_ops;
 
 static void fake_install(void)
@@ -224,6 +247,7 @@ static void fake_install(void)
 	fk_ops.mbind = fk_mbind;
 	fk_ops.move_pages = fk_move_pages;
 	fk_ops.set_affinity = fk_set_affinity;
+	fk_ops.madvise = fk_madvise;
 	os_set_ops(&fk_ops);
 }
 
@@ -410,6 +434,31 @@ static void t_two_nodes(void **state)
 	hkv_pool_destroy(p);
 }
 
+/* both nodes' segments prefault at the same time, each on its own CPUs */
+static void t_two_nodes_parallel(void **state)
+{
+	struct hkv_stats st;
+	struct hkv_pool *p;
+
+	(void)state;
+	tm_require_hugepages(32);
+	fake_reset();
+	fk.nodes = 2;
+	fk.node1_reported = true;
+	fake_install();
+	slow = true;
+	max_inflight = 0;
+	p = two_nodes(HKV_POOL_STRICT, 0);
+	slow = false;
+	assert_int_equal(max_inflight, 2);
+	st = stats(p);
+	assert_true(st.region[0].prefault_ns >= 200000000ull);
+	assert_true(st.region[1].prefault_ns >= 200000000ull);
+	/* the pool's prefault time is the wall time, not the sum */
+	assert_true(st.prefault_ns < st.region[0].prefault_ns + st.region[1].prefault_ns);
+	hkv_pool_destroy(p);
+}
+
 /* memory bound to node 1 found on node 0 */
 static void t_two_nodes_misplaced(void **state)
 {
@@ -585,6 +634,7 @@ int main(void)
 		cmocka_unit_test_teardown(t_1g_mmap_fails, teardown_each),
 		cmocka_unit_test_teardown(t_1g_short, teardown_each),
 		cmocka_unit_test_teardown(t_two_nodes, teardown_each),
+		cmocka_unit_test_teardown(t_two_nodes_parallel, teardown_each),
 		cmocka_unit_test_teardown(t_two_nodes_misplaced, teardown_each),
 		cmocka_unit_test_teardown(t_two_nodes_short, teardown_each),
 		cmocka_unit_test_teardown(t_node_1_only, teardown_each),
