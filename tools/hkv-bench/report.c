@@ -52,6 +52,10 @@ void report_text(const struct churn *c, FILE *f)
 		(unsigned long long)h->frees, (unsigned long long)c->t.measure_from,
 		c->repeat, ti->source, ti->ns_per_tick, ti->resolution_ticks * ti->ns_per_tick,
 		ti->overhead_ticks * ti->ns_per_tick);
+	if (c->w.evict != EVICT_RANDOM)
+		fprintf(f, "hugekv's frees are hkv_evict() calls (evict_window %d) or unit split + "
+			"remove; the baselines replay the victims it chose\n\n",
+			c->w.evict == EVICT_LRU ? 1 : 8);
 	fprintf(f, "%-16s %7s %9s %8s %9s %9s %10s %8s %8s %7s %5s %7s %8s %8s %6s\n",
 		"allocator", "ops", "alloc p50", "p90", "p99", "p999", "max ns",
 		"free p50", "p99", "ext/al", "p99", "multi", "free ext", "largest", "UFI64");
