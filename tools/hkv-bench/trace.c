@@ -118,7 +118,7 @@ static int round_ns(const struct api *a, uint64_t pairs, double *out)
 
 struct tracer {
 	pid_t pid;
-	FILE *out;
+	FILE *out, *err;	/* err stays open: a closed pipe would SIGPIPE it */
 	uint64_t hits;		/* probe hits hkv-trace counted */
 };
 
@@ -170,13 +170,13 @@ static int tracer_start(const char *lib, bool ops, struct tracer *t)
 	close(out[1]);
 	close(err[1]);
 	t->out = fdopen(out[0], "r");
-	ef = fdopen(err[0], "r");
+	t->err = ef = fdopen(err[0], "r");
 	while (!attached && ef && fgets(line, sizeof(line), ef))
 		attached = !strncmp(line, "hkv-trace: attached", 19);
-	if (ef)
-		fclose(ef);
 	if (attached)
 		return 0;
+	if (ef)
+		fclose(ef);
 	fprintf(stderr, "hkv-bench trace: hkv-trace did not attach%s%s", line[0] ? ": " : "\n",
 		line);
 	kill(t->pid, SIGKILL);
@@ -200,6 +200,8 @@ static void tracer_stop(struct tracer *t)
 	if (t->out)
 		fclose(t->out);
 	waitpid(t->pid, NULL, 0);
+	if (t->err)
+		fclose(t->err);
 	t->hits = 0;
 	for (unsigned k = 0; k < HKV_BENCH_ARRAY(keys); k++) {
 		const char *p = strstr(buf, keys[k]);
