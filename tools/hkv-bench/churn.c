@@ -153,6 +153,7 @@ static const char churn_usage[] =
 "  --seed S             workload seed (default 1)\n"
 "  --quick              CI size: 64K pages, 100K ops, burn-in 1, 1 run\n"
 "  --stats              print hugekv's hkv_stats_print table at the end\n"
+"                       (with --json: as \"pool_stats\")\n"
 "  --json               print one JSON object instead of the table\n"
 "  --csv DIR            write DIR/churn[-TAG]-{summary,cdf,timeline}.csv\n"
 "  --tag TAG            name part for --csv files\n"
@@ -359,7 +360,7 @@ int bench_churn(int argc, char **argv)
 			report_json(c, stdout);
 		else
 			report_text(c, stdout);
-		if (c->stats && hkv_adapter_last_pool)
+		if (c->stats && hkv_adapter_last_pool && !c->json)
 			hkv_stats_print(hkv_adapter_last_pool, stdout, 0);
 	}
 	churn_free(c);

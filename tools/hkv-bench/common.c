@@ -281,6 +281,11 @@ void json_str(struct json *j, const char *key, const char *v)
 	fputc('"', j->f);
 }
 
+void json_key(struct json *j, const char *key)
+{
+	json_sep(j, key);
+}
+
 void json_bool(struct json *j, const char *key, bool v)
 {
 	json_sep(j, key);

@@ -98,6 +98,8 @@ void json_dbl(struct json *j, const char *key, double v);
 void json_str(struct json *j, const char *key, const char *v);
 void json_bool(struct json *j, const char *key, bool v);
 void json_lat(struct json *j, const char *key, const struct lat *l);
+/* the key; the caller then writes one JSON value to j->f */
+void json_key(struct json *j, const char *key);
 
 /* ---- CSV ---------------------------------------------------------------- */
 /* opens DIR/NAME for writing (DIR created); prints why on failure */

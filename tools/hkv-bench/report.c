@@ -197,6 +197,10 @@ void report_json_body(const struct churn *c, struct json *j)
 	}
 	json_timeline(j, h);
 	json_baselines(j, c);
+	if (c->stats && hkv_adapter_last_pool) {	/* --stats: the pool's own dump */
+		json_key(j, "pool_stats");
+		hkv_stats_print(hkv_adapter_last_pool, j->f, HKV_PRINT_JSON);
+	}
 }
 
 void report_json(const struct churn *c, FILE *f)
