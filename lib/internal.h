@@ -165,6 +165,15 @@ unsigned lane_of(const struct hkv_pool *pool, uint64_t page);
 /* allocate from a locked lane; counts the result */
 int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigned flags,
 		      struct hkv_extent *ext, unsigned max_ext);
+/* the piece of [p, end) inside p's lane and chunk (extents never cross
+ * either); returns the lane, sets *len */
+unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint64_t *len);
+#define for_each_piece(pool, e, p, len, li)					\
+	for (uint64_t p = (e)->start, len, _end = (e)->start + (e)->len;	\
+	     p < _end && ((li) = lane_piece(pool, p, _end, &len), 1); p += len)
+/* lock or unlock lanes lo..hi, in ascending order (the lock order) */
+void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi);
+void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi);
 /* HKV_LANE_ANY: a lane with one extent of n pages, else the emptiest */
 int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out);

@@ -79,6 +79,39 @@ unsigned lane_of(const struct hkv_pool *pool, uint64_t page)
 }
 
 /**
+ * lane_piece() - the part of a page range inside one lane and one chunk
+ * @pool: the pool
+ * @p: first page (< npages)
+ * @end: end of the range (<= npages)
+ * @len: receives the piece's length
+ *
+ * Return: the piece's lane.
+ */
+unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint64_t *len)
+{
+	unsigned li = lane_of(pool, p);
+	const struct lane *l = &pool->lanes[li];
+	uint64_t stop = HKV_MIN(end, l->first + l->npages);
+
+	if (pool->chunk_pages)
+		stop = HKV_MIN(stop, (p / pool->chunk_pages + 1) * pool->chunk_pages);
+	*len = stop - p;
+	return li;
+}
+
+void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi)
+{
+	for (unsigned i = lo; i <= hi; i++)
+		lane_lock(&pool->lanes[i]);
+}
+
+void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi)
+{
+	for (unsigned i = hi + 1; i-- > lo;)
+		lane_unlock(&pool->lanes[i]);
+}
+
+/**
  * lane_alloc_locked() - allocate from a locked lane and count the result
  * @pool: the pool
  * @l: the lane, locked

@@ -7,43 +7,10 @@
 #include "internal.h"
 #include "trace.h"
 
-/* pages from start that stay in one lane and one chunk, and that lane */
-static uint64_t piece_len(const struct hkv_pool *pool, uint64_t start, uint64_t end,
-			  unsigned *lane)
-{
-	const struct lane *l = &pool->lanes[*lane = lane_of(pool, start)];
-	uint64_t lim = l->first + l->npages;
-
-	if (pool->chunk_pages)
-		lim = HKV_MIN(lim, (start / pool->chunk_pages + 1) * pool->chunk_pages);
-	return HKV_MIN(end, lim) - start;
-}
-
-#define for_each_piece(pool, e, s, len, ln)				\
-	for (s = (e)->start; s < (e)->start + (e)->len &&		\
-	     ((len = piece_len(pool, s, (e)->start + (e)->len, &ln)), 1); s += len)
-
-static void lock_range(struct hkv_pool *pool, unsigned lo, unsigned hi)
-{
-	unsigned i;
-
-	for (i = lo; i <= hi; i++)
-		lane_lock(&pool->lanes[i]);
-}
-
-static void unlock_range(struct hkv_pool *pool, unsigned lo, unsigned hi)
-{
-	unsigned i;
-
-	for (i = lo; i <= hi; i++)
-		lane_unlock(&pool->lanes[i]);
-}
-
 /* range checks; lanes spanned and pieces (lane and chunk splits) counted */
 static int free_validate(const struct hkv_pool *pool, const struct hkv_extent *ext,
 			 unsigned n, unsigned *lo, unsigned *hi, uint64_t *pieces)
 {
-	uint64_t s, len;
 	unsigned i, ln;
 
 	*lo = pool->nlanes;
@@ -66,7 +33,6 @@ static int free_validate(const struct hkv_pool *pool, const struct hkv_extent *e
 static void mark_extents(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
 			 bool allocated)
 {
-	uint64_t s, len;
 	unsigned i, ln;
 
 	for (i = 0; i < n; i++)
@@ -77,7 +43,6 @@ static void mark_extents(struct hkv_pool *pool, const struct hkv_extent *ext, un
 /* every page allocated, outside units, and named once; changes nothing */
 static int free_check(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
 {
-	uint64_t s, len;
 	unsigned i, ln;
 	int err = 0;
 
@@ -121,7 +86,7 @@ static void free_prefetch(const struct hkv_pool *pool, const struct hkv_extent *
  */
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
 {
-	uint64_t s, len, pieces = 0, pages = 0;
+	uint64_t pieces = 0, pages = 0;
 	unsigned i, ln, lo = 0, hi = 0;
 	int ret;
 
@@ -133,7 +98,7 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	if (ret || !n)
 		goto out;
 	free_prefetch(pool, &ext[0]);
-	lock_range(pool, lo, hi);
+	lanes_lock(pool, lo, hi);
 	for (i = lo; i <= hi && !ret; i++)
 		ret = xi_reserve(&pool->lanes[i].xi, (uint32_t)pieces);
 	if (!ret)
@@ -153,7 +118,7 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 		trace_frag(pool, &pool->lanes[i], i);
 	}
 unlock:
-	unlock_range(pool, lo, hi);
+	lanes_unlock(pool, lo, hi);
 out:
 	hkv_probe_free(pool ? pool->id : 0, (int)lo, pages, n, ret);
 	return ret;
@@ -226,7 +191,7 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 	for (i = lo; (flags & HKV_ALLOC_EVICT) && i <= hi; i++)
 		if (count[i])
 			res_make_room(pool, i, count[i]);
-	lock_range(pool, lo, hi);
+	lanes_lock(pool, lo, hi);
 	need = lanes_plan(pool, count, lo, hi, flags);
 	if (need > (long)max_ext)
 		need = -ENOSPC;
@@ -244,7 +209,7 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 		largest = HKV_MAX(largest, ext[i].len);
 	ret = (int)got;
 unlock:
-	unlock_range(pool, lo, hi);
+	lanes_unlock(pool, lo, hi);
 out:
 	hkv_probe_alloc(pool ? pool->id : 0, -1, total, ret, ret > 0 ? ext[0].start : 0, largest);
 	return ret;

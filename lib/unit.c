@@ -143,26 +143,6 @@ void res_unit_drop(struct hkv_res *r, struct res_unit *u)
 	free(u);
 }
 
-/*
- * the piece of [p, end) inside p's lane and chunk (xi_free() must not cross
- * either): returns the lane, sets *len
- */
-static unsigned piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint64_t *len)
-{
-	unsigned li = lane_of(pool, p);
-	const struct lane *l = &pool->lanes[li];
-	uint64_t stop = HKV_MIN(end, l->first + l->npages);
-
-	if (l->xi.barrier)
-		stop = HKV_MIN(stop, (p / l->xi.barrier + 1) * l->xi.barrier);
-	*len = stop - p;
-	return li;
-}
-
-#define for_each_piece(pool, e, p, len, li)					\
-	for (uint64_t p = (e)->start, len, _end = (e)->start + (e)->len;	\
-	     p < _end && ((li) = piece(pool, p, _end, &len), 1); p += len)
-
 /* lowest and highest lane that the extents touch */
 static void lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
 		      unsigned *lo, unsigned *hi)
@@ -173,18 +153,6 @@ static void lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext,
 		*lo = HKV_MIN(*lo, lane_of(pool, ext[i].start));
 		*hi = HKV_MAX(*hi, lane_of(pool, ext[i].start + ext[i].len - 1));
 	}
-}
-
-static void span_lock(struct hkv_pool *pool, unsigned lo, unsigned hi)
-{
-	for (unsigned i = lo; i <= hi; i++)
-		lane_lock(&pool->lanes[i]);
-}
-
-static void span_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi)
-{
-	for (unsigned i = hi + 1; i-- > lo;)
-		lane_unlock(&pool->lanes[i]);
 }
 
 /* set or clear the in_unit bits of one extent (lanes locked) */
@@ -228,10 +196,10 @@ static void unmark_unit(struct hkv_pool *pool, const struct res_unit *u)
 	unsigned lo, hi;
 
 	lane_span(pool, u->ext, u->n, &lo, &hi);
-	span_lock(pool, lo, hi);
+	lanes_lock(pool, lo, hi);
 	for (unsigned i = 0; i < u->n; i++)
 		mark_extent(pool, &u->ext[i], false);
-	span_unlock(pool, lo, hi);
+	lanes_unlock(pool, lo, hi);
 }
 
 /**
@@ -250,10 +218,10 @@ int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
 	for (unsigned i = 0; i < u->n; i++)
 		for_each_piece(pool, &u->ext[i], p, len, li)
 			pieces++;
-	span_lock(pool, lo, hi);
+	lanes_lock(pool, lo, hi);
 	for (unsigned i = lo; i <= hi; i++) {
 		if (xi_reserve(&pool->lanes[i].xi, pieces)) {
-			span_unlock(pool, lo, hi);
+			lanes_unlock(pool, lo, hi);
 			return -ENOMEM;
 		}
 	}
@@ -269,7 +237,7 @@ int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
 	}
 	for (unsigned i = lo; i <= hi; i++)
 		trace_frag(pool, &pool->lanes[i], i);
-	span_unlock(pool, lo, hi);
+	lanes_unlock(pool, lo, hi);
 	return 0;
 }
 
@@ -355,9 +323,9 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 		goto unlock;
 	}
 	lane_span(pool, ext, n, &lo, &hi);
-	span_lock(pool, lo, hi);
+	lanes_lock(pool, lo, hi);
 	rc = mark_unit(pool, ext, n);
-	span_unlock(pool, lo, hi);
+	lanes_unlock(pool, lo, hi);
 	if (rc)
 		goto unlock;
 	u->home = lane_of(pool, ext[0].start);
