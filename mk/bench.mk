@@ -8,7 +8,8 @@ check-bench: $(BUILD)/hkv-bench
 	$(Q)scripts/bench --check $(BUILD)
 
 # tests/test_bench.c checks the tool's own machinery: link the parts it tests
-BENCH_TESTED	:= tools/hkv-bench/common.c tools/hkv-bench/baselines.c \
+BENCH_TESTED	:= tools/hkv-bench/common.c tools/hkv-bench/timing.c \
+		   tools/hkv-bench/json.c tools/hkv-bench/sizes.c tools/hkv-bench/baselines.c \
 		   tools/hkv-bench/replay.c tools/hkv-bench/workload.c
 TEST_LIBS_test_bench := $(BENCH_TESTED) $(STLIB) $(LIBS)	# after them: they call in
 $(BUILD)/tests/test_bench: $(BENCH_TESTED) $(wildcard tools/hkv-bench/*.h)
