@@ -50,6 +50,13 @@ static uint64_t now_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/**
+ * view_new() - state for printing what a tracer's maps hold
+ * @t: a loaded tracer
+ * @o: options (mode, json)
+ *
+ * Return: the view, or NULL without memory.
+ */
 struct view *view_new(struct tracer *t, const struct tr_opts *o)
 {
 	struct view *v = calloc(1, sizeof(*v));
@@ -68,6 +75,10 @@ struct view *view_new(struct tracer *t, const struct tr_opts *o)
 	return v;
 }
 
+/**
+ * view_free() - free a view
+ * @v: the view, or NULL
+ */
 void view_free(struct view *v)
 {
 	if (!v)
