@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * prefault.c - fault a segment in, in parallel, from its own node's CPUs.
+ * prefault.c - fault segments in, in parallel, each from its own node's CPUs.
  *
  * MADV_POPULATE_WRITE (Linux 5.14) faults a range writable and returns an
  * error instead of raising SIGBUS when a hugetlb page cannot be had. Each
- * thread takes one slice of whole pages, pinned to the node's CPUs so that
- * page clearing runs local to the memory. Kernels without it get a touch of
+ * thread takes one slice of whole pages of one segment, pinned to that
+ * segment's node's CPUs so that page clearing runs local to the memory; the
+ * threads of all segments run together. Kernels without it get a touch of
  * every page; a thread that cannot be started leaves its slice to the
  * calling thread. Both are reported.
  */
