@@ -315,9 +315,9 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->nbinwords = (x->nexact + 1 + 63) / 64;
 	x->root = x->tree_max = x->free_node = XI_NIL;
 	x->seed = 0x9e3779b9u ^ (uint32_t)base;
-	x->allocated = calloc(2 * words, 8);
+	x->allocated = meta_alloc(2 * words * 8);
 	x->in_unit = x->allocated ? x->allocated + 1 : NULL;
-	x->tag = malloc(npages * sizeof(*x->tag));
+	x->tag = meta_alloc(npages * sizeof(*x->tag));
 	x->bin_head = malloc((size_t)(x->nexact + 1) * XI_REGIONS * sizeof(uint32_t));
 	x->bin_regions = calloc(x->nexact + 1, 8);
 	x->bin_count = calloc(x->nexact + 1, sizeof(uint32_t));
@@ -351,8 +351,8 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
  */
 void xi_fini(struct xindex *x)
 {
-	free(x->allocated);
-	free(x->tag);
+	meta_free(x->allocated, ((size_t)x->npages + 63) / 64 * 16);
+	meta_free(x->tag, (size_t)x->npages * sizeof(*x->tag));
 	free(x->node);
 	free(x->bin_head);
 	free(x->bin_regions);

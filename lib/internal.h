@@ -129,6 +129,10 @@ uint64_t xi_usable(const struct xindex *x, uint64_t r);
 uint64_t xi_free_ids(const struct xindex *x, uint64_t *out);
 size_t xi_metadata_bytes(const struct xindex *x);
 
+/* ---- meta.c: large bookkeeping arrays, on transparent huge pages ----- */
+void *meta_alloc(size_t bytes);		/* zeroed */
+void meta_free(void *p, size_t bytes);
+
 /* ---- extent_tree.c: treap of free extents longer than nexact ----------- */
 void tree_insert(struct xindex *x, uint32_t id);
 void tree_remove(struct xindex *x, uint32_t id);

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * meta.c - memory for the allocator's large per-page arrays (boundary tags,
+ * page bitmaps). Free paths touch them at random pages of a space of
+ * millions of pages; on 4 KiB pages nearly every such touch is a TLB miss
+ * and a page walk, so arrays of 2 MiB and more go on 2 MiB-aligned anonymous
+ * memory with MADV_HUGEPAGE (best effort: with THP off they stay on 4 KiB
+ * pages). It uses the real system calls of os.c, not the replaceable table:
+ * this is the library's own bookkeeping, like malloc, not the pool's memory.
+ */
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define META_HUGE	(2ull << 20)
+
+static size_t meta_len(size_t bytes)
+{
+	return (bytes + META_HUGE - 1) & ~(META_HUGE - 1);
+}
+
+/**
+ * meta_alloc() - zeroed memory for a bookkeeping array
+ * @bytes: size
+ *
+ * Return: the memory, or NULL.
+ */
+void *meta_alloc(size_t bytes)
+{
+	size_t len = meta_len(bytes);
+	char *p, *a;
+
+	if (bytes < META_HUGE)
+		return calloc(1, bytes);
+	p = os_default_ops.mmap(NULL, len + META_HUGE, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + META_HUGE - 1) & ~(uintptr_t)(META_HUGE - 1));
+	if (a > p)
+		os_default_ops.munmap(p, (size_t)(a - p));
+	if (a + len < p + len + META_HUGE)
+		os_default_ops.munmap(a + len, (size_t)(p + META_HUGE - a));
+	os_default_ops.madvise(a, len, MADV_HUGEPAGE);
+	return a;
+}
+
+/**
+ * meta_free() - give back what meta_alloc() returned
+ * @p: the memory, or NULL
+ * @bytes: the size given to meta_alloc()
+ */
+void meta_free(void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	if (bytes < META_HUGE)
+		free(p);
+	else
+		os_default_ops.munmap(p, meta_len(bytes));
+}
