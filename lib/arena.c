@@ -122,12 +122,19 @@ static bool prefaulting(const struct hkv_arena *a)
 	return !(a->opts.flags & HKV_POOL_NO_PREFAULT);
 }
 
-/* report one step down the backing order */
+/*
+ * Report one step down the backing order. AUTO stepping past a page size
+ * the machine does not offer at all is info (it would warn on every start
+ * of every pool there); flags, stats and the probe say it either way.
+ */
 static void report_fallback(struct hkv_arena *a, struct arena_seg *s, int from, int to,
 			    int err)
 {
-	hkv_log(to < 0 ? HKV_LOG_ERR : HKV_LOG_WARN,
-		"pool %llu node %d: %s backing for %llu bytes failed (%s); %s",
+	int level = to < 0 ? HKV_LOG_ERR : HKV_LOG_WARN;
+
+	if (to >= 0 && err == -EOPNOTSUPP && a->opts.backing == HKV_BACKING_AUTO)
+		level = HKV_LOG_INFO;
+	hkv_log(level, "pool %llu node %d: %s backing for %llu bytes failed (%s); %s",
 		(unsigned long long)a->pool_id, s->node, backing_name(from),
 		(unsigned long long)s->bytes, strerror(-err),
 		to < 0 ? "no fallback (strict)" : backing_name(to));
