@@ -16,10 +16,11 @@ $(OPS_HOLDER): tests/ops/pool-holder.c $(BUILD)/libhugekv.so | $(BUILD)/tests
 
 # manual pages: hand-written ones in man/, and for the tools whose --help
 # is the reference (hkv-bench with each subcommand, hkv-trace) generated
-# from it, so they cannot drift
+# from it, so they cannot drift; a hand-written page in man/ wins
 GEN_MAN_hkv-bench := "benchmarks of the hugekv allocator"
 GEN_MAN_hkv-trace := "live eBPF tracing of the hugekv USDT probes"
-GEN_MANS	:= $(foreach t,hkv-bench hkv-trace,$(if $(filter $(t),$(TOOLS)),$(BUILD)/man/$(t).1))
+GEN_MANS	:= $(foreach t,hkv-bench hkv-trace,$(if $(wildcard man/$(t).1),,$(if \
+			$(filter $(t),$(TOOLS)),$(BUILD)/man/$(t).1)))
 
 $(BUILD)/man/%.1: $(BUILD)/% man/help2man.sh
 	$(Q)mkdir -p $(@D)
