@@ -52,10 +52,12 @@ static int free_check(struct hkv_pool *pool, const struct hkv_extent *ext, unsig
 			if (err)
 				break;
 		}
-		if (!err)	/* a page named twice then fails the check */
+		/* a page named twice then fails the check; one extent cannot */
+		if (!err && n > 1)
 			mark_extents(pool, &ext[i], 1, false);
 	}
-	mark_extents(pool, ext, err ? i - 1 : n, true);
+	if (n > 1)
+		mark_extents(pool, ext, err ? i - 1 : n, true);
 	return err;
 }
 
