@@ -308,7 +308,9 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  * hkv_alloc() - allocate pages as extents
  * @pool: the pool
  * @npages: pages wanted (> 0)
- * @lane: lane to take them from, or HKV_LANE_ANY
+ * @lane: lane to take them from, or HKV_LANE_ANY (one lane that has a free
+ *	extent of @npages, else the lane with the most free pages; an answer
+ *	never spans lanes, use hkv_alloc_lanes() for that)
  * @flags: 0 = contiguous-preferred; HKV_ALLOC_CONTIG = one extent or
  *	-ENOMEM; HKV_ALLOC_EVICT = run planned eviction first if needed
  * @ext: receives up to @max_ext extents, largest first
