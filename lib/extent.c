@@ -33,7 +33,7 @@ static inline uint64_t word_mask(unsigned lo, unsigned hi)
 }
 
 /**
- * xi_test_range() - test a bit range
+ * xi_test_range_slow() - test a bit range that spans words
  * @bits: the bitmap
  * @from: first bit
  * @len: number of bits
@@ -41,7 +41,7 @@ static inline uint64_t word_mask(unsigned lo, unsigned hi)
  *
  * Return: whether they are.
  */
-bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set)
+bool xi_test_range_slow(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set)
 {
 	uint64_t end = from + len;
 
@@ -58,13 +58,13 @@ bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len, bool all_s
 }
 
 /**
- * xi_set_range() - set or clear a bit range
+ * xi_set_range_slow() - set or clear a bit range that spans words
  * @bits: the bitmap
  * @from: first bit
  * @len: number of bits
  * @set: true to set, false to clear
  */
-void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set)
+void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set)
 {
 	uint64_t end = from + len;
 

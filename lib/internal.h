@@ -120,9 +120,40 @@ int xi_reserve(struct xindex *x, uint32_t extra);
 void xi_free(struct xindex *x, uint64_t start, uint64_t len);
 /* set/clear the allocated bits of absolute [start, start+len) */
 void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated);
-/* on x->allocated or x->in_unit (XI_WORD stride); bits are space-relative */
-bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set);
-void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set);
+/* on x->allocated or x->in_unit (XI_WORD stride); bits are space-relative;
+ * most extents sit in one word, so that case is inline */
+bool xi_test_range_slow(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set);
+void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set);
+
+static inline uint64_t xi_word_bits(uint64_t from, uint64_t len)
+{
+	return (len == 64 ? ~0ull : (1ull << len) - 1) << (from & 63);
+}
+
+static inline bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len,
+				 bool all_set)
+{
+	if (len && (from & 63) + len <= 64) {
+		uint64_t m = xi_word_bits(from, len), w = bits[XI_WORD(from)] & m;
+
+		return all_set ? w == m : w == 0;
+	}
+	return xi_test_range_slow(bits, from, len, all_set);
+}
+
+static inline void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set)
+{
+	if (len && (from & 63) + len <= 64) {
+		uint64_t m = xi_word_bits(from, len);
+
+		if (set)
+			bits[XI_WORD(from)] |= m;
+		else
+			bits[XI_WORD(from)] &= ~m;
+		return;
+	}
+	xi_set_range_slow(bits, from, len, set);
+}
 /* sum over free extents of floor(len / r) * r: O(bins + large extents) */
 uint64_t xi_usable(const struct xindex *x, uint64_t r);
 /* free page ids in order into out (room for x->free_pages); returns count */
