@@ -259,10 +259,12 @@ static void test_stats_and_print(void **state)
 	fclose(f);
 	assert_non_null(strstr(buf, "\"free_pages\": 900"));
 	assert_non_null(strstr(buf, "\"ufi\": {\"4\": 0.0000"));
+	assert_non_null(strstr(buf, "\"backing_name\": \"none\""));
 	f = fmemopen(buf, sizeof(buf), "w");
 	assert_int_equal(hkv_stats_print(p, f, 0), 0);
 	fclose(f);
 	assert_non_null(strstr(buf, "largest_free_extent      900"));
+	assert_non_null(strstr(buf, "backing                  5 (none)"));
 	assert_int_equal(hkv_stats_print(p, stdout, 1u << 4), -EINVAL);
 	assert_int_equal(hkv_stats_print(NULL, stdout, 0), -EINVAL);
 	hkv_pool_destroy(p);
