@@ -122,7 +122,8 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 unlock:
 	lanes_unlock(pool, lo, hi);
 out:
-	hkv_probe_free(pool ? pool->id : 0, (int)lo, pages, n, ret);
+	if (HKV_PROBE_ON(free))
+		hkv_probe_free(pool ? pool->id : 0, (int)lo, pages, n, ret);
 	return ret;
 }
 
@@ -207,12 +208,15 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 			got += (unsigned)lane_alloc_locked(pool, &pool->lanes[i], count[i], flags,
 							   ext + got, max_ext - got);
 	}
-	for (i = 0; i < got; i++)
-		largest = HKV_MAX(largest, ext[i].len);
 	ret = (int)got;
 unlock:
 	lanes_unlock(pool, lo, hi);
 out:
-	hkv_probe_alloc(pool ? pool->id : 0, -1, total, ret, ret > 0 ? ext[0].start : 0, largest);
+	if (HKV_PROBE_ON(alloc)) {
+		for (i = 0; ret > 0 && i < (unsigned)ret; i++)
+			largest = HKV_MAX(largest, ext[i].len);
+		hkv_probe_alloc(pool ? pool->id : 0, -1, total, ret,
+				ret > 0 ? ext[0].start : 0, largest);
+	}
 	return ret;
 }

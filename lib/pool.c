@@ -210,8 +210,9 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		lane_unlock(&pool->lanes[lane]);
 	}
 out:
-	hkv_probe_alloc(pool ? pool->id : 0, (int)used, npages, ret,
-			ret > 0 ? ext[0].start : 0, ret > 0 ? ext[0].len : 0);
+	if (HKV_PROBE_ON(alloc))	/* arguments cost loads: only when traced */
+		hkv_probe_alloc(pool ? pool->id : 0, (int)used, npages, ret,
+				ret > 0 ? ext[0].start : 0, ret > 0 ? ext[0].len : 0);
 	return ret;
 }
 
