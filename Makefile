@@ -185,4 +185,6 @@ help:
 	@echo 'make demo       the main job: a short churn on a real hugepage pool'
 	@echo 'make bench      the benchmark suite into bench-results/'
 	@echo 'make install    PREFIX=/usr/local DESTDIR= (library, header, .pc, tools)'
+	@echo 'make docs       HTML documentation from Kbuild-docs/ (Sphinx)'
+	@echo 'make fuzz-run   libFuzzer on the pool API, FUZZ_TIME=seconds per target'
 	@echo 'options         V=1 verbose, SANITIZE=address,undefined|thread, BUILD=dir'

@@ -5,7 +5,7 @@
 set -eu
 [ "${HUGEKV_NO_DEPS:-0}" = 1 ] && exit 0
 PKGS="build-essential pkg-config libnuma-dev numactl libcmocka-dev
-libhugetlbfs-dev libhugetlbfs-bin libbpf-dev bpftool clang llvm libelf-dev
+libhugetlbfs-dev libhugetlbfs-bin libbpf-dev bpftool clang libclang-rt-14-dev llvm libelf-dev
 zlib1g-dev systemtap-sdt-dev bpftrace python3 python3-matplotlib python3-sphinx"
 missing=
 for p in $PKGS; do
