@@ -101,6 +101,19 @@ static void test_best_fit(void **state)
 	xi_fini(&x);
 }
 
+/* free runs of 10, 20, 30, 4 pages in [0, 100), separated by allocated pages */
+static void four_runs(struct xindex *x)
+{
+	struct hkv_extent e;
+
+	assert_int_equal(xi_init(x, 0, 100, 0), 0);
+	assert_int_equal(take(x, 100, &e), 1);
+	put(x, 0, 10);
+	put(x, 11, 20);
+	put(x, 32, 30);
+	put(x, 63, 4);
+}
+
 /* no run is long enough: whole runs largest first plus a best-fit rest */
 static void test_fewest_extents(void **state)
 {
@@ -108,13 +121,7 @@ static void test_fewest_extents(void **state)
 	struct xindex x;
 
 	(void)state;
-	assert_int_equal(xi_init(&x, 0, 100, 0), 0);
-	/* free runs of 10, 20, 30, 4 separated by single allocated pages */
-	assert_int_equal(take(&x, 100, e), 1);
-	put(&x, 0, 10);
-	put(&x, 11, 20);
-	put(&x, 32, 30);
-	put(&x, 63, 4);
+	four_runs(&x);
 	assert_int_equal(xi_plan(&x, 31, true), -ENOMEM);
 	assert_int_equal(xi_plan(&x, 65, false), -ENOMEM);
 	assert_int_equal(xi_plan(&x, 64, false), 4);
@@ -134,12 +141,7 @@ static void test_fewest_remainder_best_fit(void **state)
 	struct xindex x;
 
 	(void)state;
-	assert_int_equal(xi_init(&x, 0, 100, 0), 0);
-	assert_int_equal(take(&x, 100, e), 1);
-	put(&x, 0, 10);
-	put(&x, 11, 20);
-	put(&x, 32, 30);
-	put(&x, 63, 4);
+	four_runs(&x);
 	/* 33 = the 30 + 3, and the best fit for 3 is the run of 4 */
 	assert_int_equal(take(&x, 33, e), 2);
 	assert_int_equal(e[0].start, 32);
