@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_oom.c - every heap allocation the library makes is failed in turn
+ * (pool creation, bookkeeping growth in hkv_free, unit add and split,
+ * free_slots, stats printing): each call must return -ENOMEM, change
+ * nothing, and leak nothing (as many blocks freed as allocated). The test replaces malloc and friends in its own executable, so it
+ * runs in the plain build only: the sanitizers bring their own allocators
+ * (and check leaks there themselves).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define OOM_TESTABLE 0
+static long live;
+static int fail_in = -1;
+#else
+#define OOM_TESTABLE 1
+
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t m);
+void *__libc_realloc(void *p, size_t n);
+void *__libc_memalign(size_t align, size_t n);
+void __libc_free(void *p);
+
+static int fail_in = -1;	/* fail the allocation this many calls ahead */
+static long live;		/* blocks allocated minus blocks freed */
+
+static bool fail_now(void)
+{
+	return fail_in >= 0 && fail_in-- == 0;
+}
+
+static void *counted(void *p)
+{
+	if (p)
+		live++;
+	return p;
+}
+
+void *malloc(size_t n)
+{
+	return fail_now() ? NULL : counted(__libc_malloc(n));
+}
+
+void *calloc(size_t n, size_t m)
+{
+	return fail_now() ? NULL : counted(__libc_calloc(n, m));
+}
+
+void *realloc(void *p, size_t n)
+{
+	if (fail_now())
+		return NULL;
+	if (!p)
+		return counted(__libc_realloc(p, n));
+	return __libc_realloc(p, n);	/* same block count */
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+	return fail_now() ? NULL : counted(__libc_memalign(align, n));
+}
+
+void free(void *p)
+{
+	if (p)
+		live--;
+	__libc_free(p);
+}
+#endif
+
+/*
+ * Run fn with the k-th allocation failing, for k = 0, 1, ... until fn
+ * succeeds with no failure left to inject; every failing run must return
+ * -ENOMEM with the heap as before (fn undoes nothing itself).
+ */
+static int each_failure(int (*fn)(void *), void *arg, bool (*same)(void *))
+{
+	int k, ret, runs = 0;
+
+	for (k = 0;; k++) {
+		long before = live;
+
+		fail_in = k;
+		ret = fn(arg);
+		if (fail_in >= 0) {		/* ran out of allocations to fail */
+			fail_in = -1;
+			assert_int_equal(ret, 0);
+			return runs;
+		}
+		fail_in = -1;
+		assert_int_equal(ret, -ENOMEM);
+		if (live != before)
+			print_message("allocation %d failed: %ld blocks leaked\n", k, live - before);
+		assert_int_equal(live, before);
+		if (same)
+			assert_true(same(arg));
+		runs++;
+	}
+}
+
+static int create(void *arg)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 5000, .nlanes = 3 };
+	struct hkv_pool **p = arg;
+
+	return hkv_pool_create(&o, p);
+}
+
+static void test_create(void **state)
+{
+	struct hkv_pool *p = NULL;
+	int runs;
+
+	(void)state;
+	if (!OOM_TESTABLE)
+		skip();
+	runs = each_failure(create, &p, NULL);
+	print_message("hkv_pool_create: %d allocations failed in turn, all clean\n", runs);
+	assert_true(runs >= 8);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
+struct frag {
+	struct hkv_pool *pool;
+	struct hkv_extent e[2];
+	uint64_t avail;
+};
+
+static bool unchanged(void *arg)
+{
+	struct frag *f = arg;
+
+	return hkv_available(f->pool) == f->avail && hkv_check(f->pool) == 0;
+}
+
+static int free_two(void *arg)
+{
+	struct frag *f = arg;
+
+	return hkv_free(f->pool, f->e, 2);
+}
+
+/* many single-page holes: the next frees must grow the node array */
+static struct frag *fragmented(void)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 4096 };
+	struct frag *f = calloc(1, sizeof(*f));
+	struct hkv_extent e;
+	uint64_t i;
+
+	assert_int_equal(hkv_pool_create(&o, &f->pool), 0);
+	for (i = 0; i < 4096; i++)
+		assert_int_equal(hkv_alloc(f->pool, 1, 0, 0, &e, 1), 1);
+	for (i = 0; i < 4096; i += 2) {
+		struct hkv_extent h = { i, 1 };
+
+		/* stop where the node array is full, so the next free grows it */
+		if (f->pool->lanes[0].xi.free_extents == f->pool->lanes[0].xi.ncap)
+			break;
+		assert_int_equal(hkv_free(f->pool, &h, 1), 0);
+	}
+	f->e[0] = (struct hkv_extent){ i + 2, 1 };
+	f->e[1] = (struct hkv_extent){ i + 4, 1 };
+	f->avail = hkv_available(f->pool);
+	return f;
+}
+
+static void test_free_growth(void **state)
+{
+	struct frag *f;
+	int runs;
+
+	(void)state;
+	if (!OOM_TESTABLE)
+		skip();
+	f = fragmented();
+	runs = each_failure(free_two, f, unchanged);
+	assert_true(runs >= 1);			/* the growth really was needed */
+	assert_int_equal(hkv_available(f->pool), f->avail + 2);
+	hkv_pool_destroy(f->pool);
+	free(f);
+}
+
+static int add_and_split(void *arg)
+{
+	struct frag *f = arg;
+	int ret = hkv_unit_add(f->pool, 7, f->e, 2);
+
+	if (ret)
+		return ret;
+	ret = hkv_unit_split(f->pool, 7, 1, 8);
+	if (ret)	/* undo the add so the next round starts the same */
+		assert_int_equal(hkv_unit_remove(f->pool, 7, 0), 0);
+	return ret;
+}
+
+static void test_units(void **state)
+{
+	struct hkv_stats st = { .sz = sizeof(st) };
+	struct frag *f;
+	int runs;
+
+	(void)state;
+	if (!OOM_TESTABLE)
+		skip();
+	f = fragmented();
+	runs = each_failure(add_and_split, f, unchanged);
+	assert_true(runs >= 2);
+	assert_int_equal(hkv_stats(f->pool, &st), 0);
+	assert_int_equal(st.units, 2);
+	hkv_pool_destroy(f->pool);
+	free(f);
+}
+
+static int slots(void *arg)
+{
+	struct frag *f = arg;
+	const uint64_t *s;
+	uint64_t n;
+
+	return hkv_free_slots(f->pool, &s, &n);
+}
+
+static FILE *devnull;
+
+static int print(void *arg)
+{
+	struct frag *f = arg;
+
+	return hkv_stats_print(f->pool, devnull, HKV_PRINT_JSON);
+}
+
+static void test_views(void **state)
+{
+	struct frag *f;
+
+	(void)state;
+	if (!OOM_TESTABLE)
+		skip();
+	f = fragmented();
+	assert_true(each_failure(slots, f, unchanged) >= 1);
+	devnull = fopen("/dev/null", "w");
+	assert_non_null(devnull);
+	fputs("warm up: stdio allocates its buffer now\n", devnull);
+	assert_true(each_failure(print, f, unchanged) >= 1);
+	fclose(devnull);
+	hkv_pool_destroy(f->pool);
+	free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create),
+		cmocka_unit_test(test_free_growth),
+		cmocka_unit_test(test_units),
+		cmocka_unit_test(test_views),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
