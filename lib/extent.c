@@ -161,6 +161,7 @@ static void bin_insert(struct xindex *x, uint32_t id)
 	*head = id;
 	x->bin_regions[bin] |= 1ull << region;
 	x->bin_mask[bin >> 6] |= 1ull << (bin & 63);
+	x->bin_words |= 1ull << (bin >> 6);
 	x->bin_count[bin]++;
 }
 
@@ -177,24 +178,26 @@ static void bin_remove(struct xindex *x, uint32_t id)
 		x->node[e->next].prev = e->prev;
 	if (*bin_slot(x, bin, region) == XI_NIL) {
 		x->bin_regions[bin] &= ~(1ull << region);
-		if (!x->bin_regions[bin])
-			x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63));
+		if (!x->bin_regions[bin] && !(x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63))))
+			x->bin_words &= ~(1ull << (bin >> 6));
 	}
 	x->bin_count[bin]--;
 }
 
-/* smallest non-empty bin >= n, or 0 */
+/* smallest non-empty bin >= n, or 0: two words, never a scan */
 static uint32_t bin_first_from(const struct xindex *x, uint32_t n)
 {
 	uint32_t w = n >> 6;
-	uint64_t m;
+	uint64_t m, words;
 
 	if (n > x->nexact)
 		return 0;
 	m = x->bin_mask[w] & (~0ull << (n & 63));
-	while (!m) {
-		if (++w >= x->nbinwords)
+	if (!m) {
+		words = w + 1 < 64 ? x->bin_words & (~0ull << (w + 1)) : 0;
+		if (!words)
 			return 0;
+		w = (uint32_t)__builtin_ctzll(words);
 		m = x->bin_mask[w];
 	}
 	return (w << 6) + (uint32_t)__builtin_ctzll(m);
@@ -204,16 +207,18 @@ static uint32_t bin_first_from(const struct xindex *x, uint32_t n)
 static uint32_t bin_last_below(const struct xindex *x, uint32_t n)
 {
 	uint32_t w;
-	uint64_t m;
+	uint64_t m, words;
 
 	if (n == 0)
 		return 0;
 	n--;
 	w = n >> 6;
 	m = x->bin_mask[w] & ((n & 63) == 63 ? ~0ull : (2ull << (n & 63)) - 1);
-	while (!m) {
-		if (w-- == 0)
+	if (!m) {
+		words = x->bin_words & ((1ull << w) - 1);
+		if (!words)
 			return 0;
+		w = 63 - (uint32_t)__builtin_clzll(words);
 		m = x->bin_mask[w];
 	}
 	return (w << 6) + 63 - (uint32_t)__builtin_clzll(m);

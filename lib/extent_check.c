@@ -84,6 +84,8 @@ static int check_bins(const struct xindex *x, uint64_t *count)
 		      x->bin_count[bin], n);
 		CHECK(any == !!(x->bin_mask[bin >> 6] & (1ull << (bin & 63))),
 		      "bin %u: bin mask is wrong", bin);
+		CHECK(!!x->bin_mask[bin >> 6] == !!(x->bin_words & (1ull << (bin >> 6))),
+		      "bin %u: word summary is wrong", bin);
 		*count += n;
 	}
 	return 0;

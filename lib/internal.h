@@ -87,6 +87,7 @@ struct xindex {
 	uint32_t *bin_head;	/* [(nexact + 1) * XI_REGIONS] */
 	uint64_t *bin_regions;	/* [nexact + 1] mask of non-empty regions */
 	uint64_t *bin_mask;	/* bitmap of non-empty bins */
+	uint64_t bin_words;	/* bitmap of non-zero bin_mask words (<= 17) */
 	uint32_t *bin_count;	/* extents per bin (UFI without a scan) */
 	uint32_t nbinwords;
 	uint32_t root;		/* treap of extents longer than nexact */
