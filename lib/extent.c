@@ -412,11 +412,37 @@ long xi_plan(const struct xindex *x, uint64_t n, bool contig)
 }
 
 /* take n pages from the low end of free extent id */
+/*
+ * A long extent that stays long after the carve keeps its treap slot when
+ * its smaller key still sorts after its predecessor (always for the
+ * wilderness, the largest): no remove and re-insert.
+ */
+static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
+{
+	struct fext *e = &x->node[id];
+	uint32_t len = e->len - (uint32_t)n, start = e->start + (uint32_t)n, p;
+
+	if (!e->prio || len <= x->nexact)
+		return false;
+	p = tree_prev(x, id);
+	if (p != XI_NIL && (x->node[p].len > len ||
+			    (x->node[p].len == len && x->node[p].start > start)))
+		return false;
+	e->start = start;
+	e->len = len;
+	x->tag[start] = id;
+	if (id == x->tree_max)
+		HKV_STORE(&x->largest, len);
+	return true;
+}
+
 static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *out)
 {
 	struct fext *e = &x->node[id];
 	uint32_t start = e->start;
 
+	if (e->len > n && shrink_in_place(x, id, n))
+		goto mark;
 	idx_remove(x, id);
 	if (e->len > n) {
 		e->start += (uint32_t)n;
@@ -426,6 +452,7 @@ static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *
 	} else {
 		node_put(x, id);
 	}
+mark:
 	xi_set_range(x->allocated, start, n, true);
 	out->start = x->base + start;
 	out->len = n;
