@@ -66,9 +66,8 @@ static int free_check(struct hkv_pool *pool, const struct hkv_extent *ext, unsig
  * all their misses now, in parallel, rather than one after another under
  * the lock.
  */
-static void free_prefetch(const struct hkv_pool *pool, const struct hkv_extent *e)
+static void free_prefetch(const struct xindex *x, const struct hkv_extent *e)
 {
-	const struct xindex *x = &pool->lanes[lane_of(pool, e->start)].xi;
 	uint64_t s = e->start - x->base, last = HKV_MIN(s + e->len, (uint64_t)x->npages) - 1;
 
 	__builtin_prefetch(&x->allocated[XI_WORD(s)]);
@@ -76,6 +75,28 @@ static void free_prefetch(const struct hkv_pool *pool, const struct hkv_extent *
 	__builtin_prefetch(&x->tag[s ? s - 1 : s], 1);
 	__builtin_prefetch(&x->tag[last], 1);
 	__builtin_prefetch(&x->tag[last + 1 < x->npages ? last + 1 : last], 1);
+}
+
+/* the common call: one extent inside one lane and one chunk */
+static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned ln)
+{
+	struct lane *l = &pool->lanes[ln];
+	int ret;
+
+	free_prefetch(&l->xi, e);
+	lane_lock(l);
+	ret = xi_reserve(&l->xi, 1);
+	if (!ret)
+		ret = xi_check_allocated(&l->xi, e->start, e->len);
+	if (!ret) {
+		xi_free(&l->xi, e->start, e->len);
+		l->c.pages_freed += e->len;
+		l->c.frees++;
+		l->gen++;
+		trace_frag(pool, l, ln);
+	}
+	lane_unlock(l);
+	return ret;
 }
 
 /**
@@ -96,10 +117,20 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 		ret = -EINVAL;
 		goto out;
 	}
+	if (n == 1 && ext->len && ext->start < pool->npages &&
+	    ext->len <= pool->npages - ext->start) {
+		lo = lane_piece(pool, ext->start, ext->start + ext->len, &pages);
+		if (pages == ext->len) {
+			ret = free_one(pool, ext, lo);
+			pages = ret ? 0 : pages;
+			goto out;
+		}
+		pages = 0;
+	}
 	ret = n ? free_validate(pool, ext, n, &lo, &hi, &pieces) : 0;
 	if (ret || !n)
 		goto out;
-	free_prefetch(pool, &ext[0]);
+	free_prefetch(&pool->lanes[lane_of(pool, ext->start)].xi, &ext[0]);
 	lanes_lock(pool, lo, hi);
 	for (i = lo; i <= hi && !ret; i++)
 		ret = xi_reserve(&pool->lanes[i].xi, (uint32_t)pieces);
