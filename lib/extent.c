@@ -492,13 +492,23 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
  */
 int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len)
 {
-	uint64_t p = start - x->base;
+	uint64_t from = start - x->base, end = from + len;
+	int err = 0;
 
-	if (!xi_test_range(x->allocated, p, len, true))
-		return -EINVAL;
-	if (!xi_test_range(x->in_unit, p, len, false))
-		return -EBUSY;
-	return 0;
+	/* one pass over both interleaved maps; -EINVAL wins over -EBUSY */
+	while (from < end) {
+		unsigned lo = from & 63;
+		unsigned hi = (end - (from & ~63ull)) >= 64 ? 64 : (unsigned)(end & 63);
+		uint64_t m = word_mask(lo, hi);
+		const uint64_t *w = &x->allocated[XI_WORD(from)];
+
+		if ((w[0] & m) != m)
+			return -EINVAL;
+		if (w[1] & m)
+			err = -EBUSY;
+		from = (from & ~63ull) + hi;
+	}
+	return err;
 }
 
 /**

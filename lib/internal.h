@@ -194,8 +194,15 @@ struct lane {
 
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);
 void lane_fini(struct lane *l);
-void lane_lock(struct lane *l);
-void lane_unlock(struct lane *l);
+static inline void lane_lock(struct lane *l)
+{
+	pthread_mutex_lock(&l->lock);
+}
+
+static inline void lane_unlock(struct lane *l)
+{
+	pthread_mutex_unlock(&l->lock);
+}
 /* lane owning an absolute page */
 unsigned lane_of(const struct hkv_pool *pool, uint64_t page);
 /* allocate from a locked lane; counts the result */

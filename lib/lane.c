@@ -44,16 +44,6 @@ void lane_fini(struct lane *l)
 	xi_fini(&l->xi);
 }
 
-void lane_lock(struct lane *l)
-{
-	pthread_mutex_lock(&l->lock);
-}
-
-void lane_unlock(struct lane *l)
-{
-	pthread_mutex_unlock(&l->lock);
-}
-
 /**
  * lane_of() - the lane that owns a page
  * @pool: the pool
