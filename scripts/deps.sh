@@ -3,6 +3,7 @@
 # As root: apt-get install. Otherwise: print the exact command and fail.
 # HUGEKV_NO_DEPS=1 skips the check.
 set -eu
+case ${1:-} in -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 [ "${HUGEKV_NO_DEPS:-0}" = 1 ] && exit 0
 PKGS="build-essential pkg-config libnuma-dev numactl libcmocka-dev
 libhugetlbfs-dev libhugetlbfs-bin libbpf-dev bpftool clang libclang-rt-14-dev llvm libelf-dev
