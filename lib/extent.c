@@ -16,7 +16,8 @@
  * extents O(k log E); free O(1) + O(log E) when a large extent is involved.
  * Nothing here walks all pages or all free extents except xi_usable() (bins
  * plus large extents, for stats), xi_free_ids() and xi_check().
- * Metadata: 4 bytes (tag) + 2 bits per page, 32 bytes per free extent.
+ * Metadata: 4 bytes (tag) + 2 bits per page, 32 bytes per free extent, and
+ * ~270 bytes per exact bin (one bin per XI_PAGES_PER_BIN pages at most).
  */
 #include "internal.h"
 
@@ -281,8 +282,8 @@ static uint32_t find_largest(const struct xindex *x)
 {
 	uint32_t bin;
 
-	if (x->root != XI_NIL)
-		return x->tree_max;
+	if (x->root != XI_NIL)	/* the lowest of the longest */
+		return tree_lower_bound(x, x->node[x->tree_max].len);
 	bin = bin_last_below(x, x->nexact + 1);
 	return bin ? bin_pick(x, bin) : XI_NIL;
 }
@@ -314,7 +315,8 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->base = base;
 	x->npages = (uint32_t)npages;
 	x->barrier = (uint32_t)barrier;
-	x->nexact = (uint32_t)HKV_MIN(npages, XI_MAX_EXACT);
+	/* bins cost ~270 bytes each: keep them under ~2.7 bytes per page */
+	x->nexact = (uint32_t)HKV_MAX(1, HKV_MIN(npages / XI_PAGES_PER_BIN, XI_MAX_EXACT));
 	while ((x->npages - 1) >> x->region_shift >= XI_REGIONS)
 		x->region_shift++;
 	x->nbinwords = (x->nexact + 1 + 63) / 64;

@@ -63,6 +63,7 @@ int env_parse_uint(const char *s, unsigned long max, unsigned long *out);
 #define XI_NIL		UINT32_MAX
 #define XI_REGIONS	64	/* address regions per exact bin */
 #define XI_MAX_EXACT	1024	/* sizes 1..XI_MAX_EXACT get exact bins */
+#define XI_PAGES_PER_BIN 100	/* ... but one bin per 100 pages at most */
 #define XI_MAX_PAGES	(UINT32_MAX - 1)
 
 struct fext {			/* one free extent; 32 bytes */

@@ -204,6 +204,29 @@ static void test_treap(void **state)
 	xi_fini(&x);
 }
 
+/* equal longest runs in the treap: largest-first takes the lower one */
+static void test_treap_ties_low(void **state)
+{
+	struct hkv_extent e[4];
+	struct xindex x;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 100, 0), 0);	/* one bin: runs in the treap */
+	assert_int_equal(take(&x, 100, e), 1);
+	put(&x, 50, 10);
+	put(&x, 0, 10);
+	put(&x, 80, 10);
+	assert_int_equal(take(&x, 15, e), 2);
+	assert_int_equal(e[0].start, 0);
+	assert_int_equal(e[0].len, 10);
+	assert_int_equal(e[1].start, 50);		/* best fit, lower of the two */
+	assert_int_equal(e[1].len, 5);
+	assert_int_equal(take(&x, 10, e), 1);
+	assert_int_equal(e[0].start, 80);		/* the only run of 10 left */
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
 static void test_check_catches_corruption(void **state)
 {
 	struct hkv_extent e[2];
@@ -259,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_fewest_remainder_best_fit),
 		cmocka_unit_test(test_barrier),
 		cmocka_unit_test(test_treap),
+		cmocka_unit_test(test_treap_ties_low),
 		cmocka_unit_test(test_check_catches_corruption),
 		cmocka_unit_test(test_bit_ranges),
 	};

@@ -236,7 +236,7 @@ static void run_model(uint64_t npages, unsigned nlanes, uint64_t max_req, long o
 	free(m.live);
 }
 
-/* small lanes: everything in exact bins */
+/* small lanes (12 exact bins each, the rest in the treap), three lanes */
 static void test_model_bins(void **state)
 {
 	(void)state;
