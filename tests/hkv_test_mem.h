@@ -20,6 +20,9 @@ uint64_t tm_hugetlb_kb(void);
 /* skip the test when not root; fail it (with a message) when fewer than n
  * 2 MiB hugepages are free and unreserved */
 void tm_require_hugepages(uint64_t n);
+/* run fn(arg) in a forked child: it must exit normally (no SIGBUS, no
+ * crash) with fn's return value 0; fn returns a step number on failure */
+void tm_run_in_child(int (*fn)(void *), void *arg);
 /* smallest KernelPageSize over [addr, addr+len) from /proc/self/smaps, or -1 */
 long long tm_smaps_page_size(const void *addr, size_t len);
 /* number of VMAs of this process with KernelPageSize == kb kB */

@@ -236,7 +236,7 @@ static void t_auto_lands_2m(void **state)
 }
 
 /* in a child: a strict pool one hugepage larger than what is free */
-static int child_too_big(void)
+static int child_too_big(void *arg)
 {
 	uint64_t fr = tm_meminfo("HugePages_Free"), rs = tm_meminfo("HugePages_Rsvd");
 	uint64_t hp = fr - rs + 1;
@@ -245,6 +245,7 @@ static int child_too_big(void)
 	struct hkv_pool *p = NULL;
 	int ret;
 
+	(void)arg;
 	hkv_set_log_fn(NULL, NULL);
 	ret = hkv_pool_create(&o, &p);
 	if (ret != -ENOMEM || p)
@@ -258,19 +259,9 @@ static int child_too_big(void)
 
 static void t_strict_too_big(void **state)
 {
-	int status;
-	pid_t pid;
-
 	(void)state;
 	tm_require_hugepages(1);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(child_too_big());
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));		/* no SIGBUS, no crash */
-	assert_int_equal(WEXITSTATUS(status), 0);
+	tm_run_in_child(child_too_big, NULL);
 }
 
 /* NO_PREFAULT: pages reserved at mmap (Rsvd), faulted later, node unknown */

@@ -114,8 +114,9 @@ struct want {
 };
 
 /* in the cgroup: create, check the result, give it back, check the counts */
-static int child(struct want w)
+static int child(void *arg)
 {
+	struct want w = *(struct want *)arg;
 	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = NPAGES, .page_bytes = KV_PAGE,
 				   .backing = HKV_BACKING_HUGE_2M, .numa_node = -1,
 				   .flags = w.flags };
@@ -145,17 +146,7 @@ static int child(struct want w)
 
 static void run_child(struct want w)
 {
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(child(w));
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));		/* no SIGBUS */
-	assert_int_equal(WEXITSTATUS(status), 0);
+	tm_run_in_child(child, &w);
 }
 
 static void need_cgroup(void)

@@ -567,7 +567,7 @@ static void t_smaps_downgrade(void **state)
 }
 
 /* sysfs says plenty is free, the kernel refuses the reservation at mmap */
-static int child_refused(void)
+static int child_refused(void *arg)
 {
 	uint64_t fr = tm_meminfo("HugePages_Free"), rs = tm_meminfo("HugePages_Rsvd");
 	struct hkv_pool_opts o = opts((fr - rs + 1) * (HP / KV_PAGE), HKV_BACKING_HUGE_2M,
@@ -575,6 +575,7 @@ static int child_refused(void)
 	struct hkv_pool *p = NULL;
 	struct tm_log lg;
 
+	(void)arg;
 	fake_reset();
 	fake_file("hugepages-2048kB/free_hugepages", "1000000\n");
 	fake_file("hugepages-2048kB/nr_hugepages", "1000000\n");
@@ -593,19 +594,9 @@ static int child_refused(void)
 
 static void t_kernel_refuses(void **state)
 {
-	int status;
-	pid_t pid;
-
 	(void)state;
 	tm_require_hugepages(1);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(child_refused());
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));		/* no SIGBUS */
-	assert_int_equal(WEXITSTATUS(status), 0);
+	tm_run_in_child(child_refused, NULL);
 }
 
 /* a kernel without NUMA: one node 0, no mbind */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <numaif.h>
 #include <sys/mman.h>
 #include <cmocka.h>
@@ -54,6 +55,21 @@ void tm_require_hugepages(uint64_t n)
 		fail_msg("needs %llu free 2 MiB hugepages, HugePages_Free %llu Rsvd %llu: "
 			 "reserve them (scripts/test-env, or echo N > /proc/sys/vm/nr_hugepages)",
 			 (unsigned long long)n, (unsigned long long)fr, (unsigned long long)rs);
+}
+
+void tm_run_in_child(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(fn(arg));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));		/* no SIGBUS, no crash */
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* walk smaps; for VMAs overlapping [lo, hi) (or all when hi == 0) call fn */
