@@ -558,6 +558,24 @@ HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64
 HKV_API const char *hkv_strerror(int err);
 
 /**
+ * hkv_backing_name() - the name of a backing, as HUGEKV_BACKING spells it
+ * @backing: HKV_BACKING_*
+ *
+ * Return: "auto", "1g", "2m", "thp", "4k" or "none"; "?" for any other
+ * value. A static string.
+ */
+HKV_API const char *hkv_backing_name(int backing);
+
+/**
+ * hkv_backing_parse() - the backing a name spells
+ * @name: "auto", "1g", "2m", "thp", "4k" or "none", any case
+ * @backing: receives the HKV_BACKING_* value; unchanged on failure
+ *
+ * Return: 0, or -EINVAL for NULL or an unknown name.
+ */
+HKV_API int hkv_backing_parse(const char *name, int *backing);
+
+/**
  * typedef hkv_log_fn - receives the library's messages
  * @ctx: the context given to hkv_set_log_fn()
  * @level: 0 error, 1 warning, 2 info, 3 debug

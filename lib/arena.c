@@ -135,9 +135,9 @@ static void report_fallback(struct hkv_arena *a, struct arena_seg *s, int from, 
 	if (to >= 0 && err == -EOPNOTSUPP && a->opts.backing == HKV_BACKING_AUTO)
 		level = HKV_LOG_INFO;
 	hkv_log(level, "pool %llu node %d: %s backing for %llu bytes failed (%s); %s",
-		(unsigned long long)a->pool_id, s->node, backing_name(from),
+		(unsigned long long)a->pool_id, s->node, hkv_backing_name(from),
 		(unsigned long long)s->bytes, strerror(-err),
-		to < 0 ? "no fallback (strict)" : backing_name(to));
+		to < 0 ? "no fallback (strict)" : hkv_backing_name(to));
 	hkv_probe_arena_fallback(a->pool_id, s->node, s->bytes, backing_pgsz(from), err,
 				 os->now_ns() - s->t0);
 	if (to < 0)
@@ -250,12 +250,12 @@ static int arena_plan(struct hkv_arena *a, struct hkv_plan *p)
 		if (pn->fallback_errno == -EOPNOTSUPP)
 			hkv_log(HKV_LOG_ERR, "pool %llu node %d: strict %s backing: this kernel or "
 				"CPU offers no such pages", (unsigned long long)a->pool_id, pn->node,
-				backing_name(pn->wanted_backing));
+				hkv_backing_name(pn->wanted_backing));
 		else
 			hkv_log(HKV_LOG_ERR, "pool %llu node %d: strict %s backing unavailable (%s): "
 				"needs %llu hugepages, %llu free; reserve %llu on this node",
 				(unsigned long long)a->pool_id, pn->node,
-				backing_name(pn->wanted_backing), strerror(-pn->fallback_errno),
+				hkv_backing_name(pn->wanted_backing), strerror(-pn->fallback_errno),
 				(unsigned long long)pn->wanted_needed,
 				(unsigned long long)pn->wanted_free,
 				(unsigned long long)pn->reserve_total);

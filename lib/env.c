@@ -13,6 +13,20 @@ static struct hkv_env env = {
 };
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
+/* the one table of backing names (documented in hugekv.h) */
+const char *hkv_backing_name(int backing)
+{
+	static const char *const names[] = {
+		[HKV_BACKING_AUTO] = "auto", [HKV_BACKING_HUGE_1G] = "1g",
+		[HKV_BACKING_HUGE_2M] = "2m", [HKV_BACKING_THP] = "thp",
+		[HKV_BACKING_SMALL] = "4k", [HKV_BACKING_NONE] = "none",
+	};
+
+	if (backing < 0 || backing >= (int)HKV_ARRAY_SIZE(names))
+		return "?";
+	return names[backing];
+}
+
 /**
  * env_parse_backing() - parse a backing name
  * @s: 1g, 2m, thp, 4k, auto or none (any case)
@@ -22,20 +36,22 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
  */
 int env_parse_backing(const char *s, int *out)
 {
-	static const struct { const char *name; int backing; } names[] = {
-		{ "auto", HKV_BACKING_AUTO }, { "1g", HKV_BACKING_HUGE_1G },
-		{ "2m", HKV_BACKING_HUGE_2M }, { "thp", HKV_BACKING_THP },
-		{ "4k", HKV_BACKING_SMALL }, { "none", HKV_BACKING_NONE },
-	};
-	size_t i;
+	int b;
 
-	for (i = 0; i < HKV_ARRAY_SIZE(names); i++) {
-		if (!strcasecmp(s, names[i].name)) {
-			*out = names[i].backing;
+	if (!s)
+		return -EINVAL;
+	for (b = HKV_BACKING_AUTO; b <= HKV_BACKING_NONE; b++) {
+		if (!strcasecmp(s, hkv_backing_name(b))) {
+			*out = b;
 			return 0;
 		}
 	}
 	return -EINVAL;
+}
+
+int hkv_backing_parse(const char *name, int *backing)
+{
+	return backing ? env_parse_backing(name, backing) : -EINVAL;
 }
 
 /**

@@ -330,7 +330,7 @@ const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz);
 
 /* ---- plan.c: segments per node and the backing each gets --------------- */
 uint64_t backing_pgsz(int backing);
-const char *backing_name(int backing);
+
 /* fill plan from effective opts and a topology; 0 or -ENOMEM (strict short)
  * or -EINVAL (bad node) */
 int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p);

@@ -42,25 +42,6 @@ static uint64_t backing_align(int backing)
 }
 
 /**
- * backing_name() - short name of a backing, as HUGEKV_BACKING spells it
- * @backing: HKV_BACKING_*
- *
- * Return: a static string.
- */
-const char *backing_name(int backing)
-{
-	static const char *const names[] = {
-		[HKV_BACKING_AUTO] = "auto", [HKV_BACKING_HUGE_1G] = "1g",
-		[HKV_BACKING_HUGE_2M] = "2m", [HKV_BACKING_THP] = "thp",
-		[HKV_BACKING_SMALL] = "4k", [HKV_BACKING_NONE] = "none",
-	};
-
-	if (backing < 0 || backing >= (int)HKV_ARRAY_SIZE(names))
-		return "?";
-	return names[backing];
-}
-
-/**
  * plan_next_backing() - the backing to try after one that failed
  * @o: effective pool options (backing and STRICT decide)
  * @b: the backing that failed

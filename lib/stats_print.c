@@ -53,7 +53,7 @@ static void print_json(FILE *f, const struct hkv_stats *st, uint64_t id)
 		print_value(f, st, &fields[i]);
 	}
 	fprintf(f, ", \"backing_name\": \"%s\", \"backing_wanted_name\": \"%s\"",
-		backing_name(st->backing), backing_name(st->backing_wanted));
+		hkv_backing_name(st->backing), hkv_backing_name(st->backing_wanted));
 	fprintf(f, ", \"ufi\": {");
 	for (i = 0; i < HKV_UFI_SIZES; i++)
 		fprintf(f, "%s\"%llu\": %.4f", i ? ", " : "", (unsigned long long)st->ufi_size[i],
@@ -88,7 +88,7 @@ static void print_text(FILE *f, const struct hkv_stats *st, uint64_t id)
 		print_value(f, st, &fields[i]);
 		if (fields[i].off == offsetof(struct hkv_stats, backing) ||
 		    fields[i].off == offsetof(struct hkv_stats, backing_wanted))
-			fprintf(f, " (%s)", backing_name(*(const int *)((const char *)st +
+			fprintf(f, " (%s)", hkv_backing_name(*(const int *)((const char *)st +
 								       fields[i].off)));
 		fputc('\n', f);
 	}

@@ -48,6 +48,18 @@ static void test_parsers(void **state)
 	assert_int_equal(b, HKV_BACKING_SMALL);
 	assert_int_equal(env_parse_backing("auto", &b), 0);
 	assert_int_equal(env_parse_backing("3m", &b), -EINVAL);
+	/* the exported pair: every name round-trips, bad input changes nothing */
+	for (int i = HKV_BACKING_AUTO; i <= HKV_BACKING_NONE; i++) {
+		assert_int_equal(hkv_backing_parse(hkv_backing_name(i), &b), 0);
+		assert_int_equal(b, i);
+	}
+	b = 77;
+	assert_int_equal(hkv_backing_parse("small", &b), -EINVAL);
+	assert_int_equal(hkv_backing_parse(NULL, &b), -EINVAL);
+	assert_int_equal(b, 77);
+	assert_int_equal(hkv_backing_parse("2m", NULL), -EINVAL);
+	assert_string_equal(hkv_backing_name(-1), "?");
+	assert_string_equal(hkv_backing_name(HKV_BACKING_NONE + 1), "?");
 	assert_int_equal(env_parse_uint("17", 100, &v), 0);
 	assert_int_equal(v, 17);
 	assert_int_equal(env_parse_uint("101", 100, &v), -EINVAL);

@@ -165,8 +165,8 @@ static void t_plan_rules(void **state)
 	o.backing = HKV_BACKING_AUTO;
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
 	assert_int_equal(plan_next_backing(&o, HKV_BACKING_SMALL), -1);
-	assert_string_equal(backing_name(HKV_BACKING_THP), "thp");
-	assert_string_equal(backing_name(42), "?");
+	assert_string_equal(hkv_backing_name(HKV_BACKING_THP), "thp");
+	assert_string_equal(hkv_backing_name(42), "?");
 	assert_int_equal(backing_pgsz(HKV_BACKING_NONE), 0);
 }
 
