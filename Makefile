@@ -52,10 +52,11 @@ TEST_COMMON	:= $(wildcard tests/common/*.c)
 TEST_BINS	:= $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_LIBS	:= -lcmocka $(LIBS)
 
-# every tools/NAME/ directory builds $(BUILD)/NAME from its *.c; mk/NAME.mk
-# may set TOOL_LIBS_NAME, TOOL_DEPS_NAME (extra prerequisites)
+# every tools/NAME/ directory builds $(BUILD)/NAME from its *.c and the
+# shared tools/lib/ ($(TOOLS_LIB), mk/toolslib.mk); mk/NAME.mk may set
+# TOOL_LIBS_NAME, TOOL_DEPS_NAME (extra prerequisites)
 TOOLS		:= $(notdir $(patsubst %/,%,$(dir $(wildcard tools/*/*.c))))
-TOOLS		:= $(sort $(TOOLS))
+TOOLS		:= $(sort $(filter-out lib,$(TOOLS)))
 TOOL_BINS	:= $(TOOLS:%=$(BUILD)/%)
 
 # tests run by `make check` after the unit suites (mk/*.mk add to these)
@@ -123,10 +124,10 @@ $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(STLIB) $(wildcard tests/*.h) | $(BU
 tests: $(TEST_BINS)
 
 define tool_rule
-$(BUILD)/$(1): $(wildcard tools/$(1)/*.c tools/$(1)/*.h) $(BUILD)/libhugekv.so $$(TOOL_DEPS_$(1))
+$(BUILD)/$(1): $(wildcard tools/$(1)/*.c tools/$(1)/*.h) $(BUILD)/libhugekv.so $$(TOOL_DEPS_$(1)) $$(TOOLS_LIB)
 	$$(call msg,CCLD,$$@)
 	$$(Q)$$(CC) $$(CFLAGS) $$(HKV_CFLAGS) -I$(BUILD) -Itools/$(1) \
-		$(wildcard tools/$(1)/*.c) -L$(BUILD) -lhugekv \
+		$(wildcard tools/$(1)/*.c) $$(TOOLS_LIB) -L$(BUILD) -lhugekv \
 		-Wl,-rpath,'$$$$ORIGIN:$$$$ORIGIN/../lib' $$(HKV_LDFLAGS) \
 		$$(TOOL_LIBS_$(1)) $$(LIBS) -o $$@
 endef

@@ -3,8 +3,10 @@
 parse its JSON, read sysfs, and report each test as ok / FAIL / SKIP."""
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import traceback
 
 
@@ -49,6 +51,21 @@ def read(path, default=None):
 def read_int(path, default=None):
     v = read(path, None if default is None else str(default))
     return int(v)
+
+
+def reachable_copy(*paths):
+    """copy files (symlinks resolved) into a fresh directory every user can
+    enter, for a test that runs them as another user: the checkout may sit
+    below a directory that user cannot enter (a 0700 home). Returns the
+    directory; the caller removes it. Copy a tool together with the
+    libraries its $ORIGIN rpath finds beside it."""
+    d = tempfile.mkdtemp(prefix="hkv-reachable-")
+    os.chmod(d, 0o755)
+    for p in paths:
+        dst = os.path.join(d, os.path.basename(p))
+        shutil.copy2(os.path.realpath(p), dst)
+        os.chmod(dst, 0o755)
+    return d
 
 
 def is_root():

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import Skip, eq, is_root, main, read, read_int, run, run_json
+from harness import Skip, eq, is_root, main, reachable_copy, read, read_int, run, run_json
 
 BUILD = os.environ.get("HKV_BUILD", "build")
 CTL = os.path.join(BUILD, "hkvctl")
@@ -241,9 +241,90 @@ def test_reserve_errors():
     _, _, err = run([CTL, "reserve", "--size", "2M", "--node", "999"], 1)
     assert "no node 999" in err, err
     if is_root() and shutil.which("setpriv"):
-        _, _, err = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                         CTL, "reserve", "--node", "0", "--size", "2M"], 1)
-        assert "needs root" in err, err
+        # as nobody, from a copy nobody can reach (the checkout may be in a
+        # directory only its owner can enter)
+        d = reachable_copy(CTL, os.path.join(BUILD, "libhugekv.so.0"))
+        try:
+            _, _, err = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             os.path.join(d, "hkvctl"), "reserve", "--node", "0",
+                             "--size", "2M"], 1)
+            assert "needs root" in err, err
+        finally:
+            shutil.rmtree(d)
+
+
+def fake_nr(root, node, kb=2048):
+    return read_int(root + NODE + "/node%d/hugepages/hugepages-%dkB/nr_hugepages" % (node, kb))
+
+
+def test_reserve_size_overflow_and_hex():
+    """sizes near 2^64 must not wrap to a small page count (it emptied the
+    pool and said ok), and hex is not a size; on a faked machine, so a
+    regression cannot empty a real pool"""
+    root = fake_tree()
+    env = {"HKVCTL_ROOT": root}
+    try:
+        before = fake_nr(root, 1)
+        for size, rc, why in (("18446744073709551615", 1, "more than the node's memory"),
+                              ("18446744073709551615B", 1, "more than the node's memory"),
+                              ("17179869183G", 1, "more than the node's memory"),
+                              ("16E", 2, "2^64"), ("99999999999999999999", 2, "2^64"),
+                              ("0x10M", 2, "not a size"), ("0x10", 2, "not a size"),
+                              ("1e3M", 2, "not a size"), ("-1", 2, "not a size")):
+            got, out, err = run([CTL, "reserve", "--node", "1", "--size", size, "--json"],
+                                env=env)
+            eq(got, rc, "exit status of reserve --size %s" % size)
+            assert why in err, "reserve --size %s: %r" % (size, err)
+            assert '"ok": true' not in out, out
+            eq(fake_nr(root, 1), before, "pool after reserve --size %s" % size)
+        for sub in (["plan", "--size", "16E"], ["plan", "--size", "0x10G"],
+                    ["plan", "--size", "1G", "--kv-page", "0x10K"],
+                    ["verify", "--pid", "1", "--page", "0x200000"],
+                    ["reserve", "--size", "2M", "--page", "0x200000"]):
+            got, _, err = run([CTL] + sub, env=env)
+            eq(got, 2, " ".join(sub))
+        # near 2^64 the plan must not wrap to a tiny pool either
+        got, out, err = run([CTL, "plan", "--size", "18446744073709551615", "--json"])
+        assert got != 0 and '"ok": true' not in out, (got, out, err)
+    finally:
+        shutil.rmtree(root)
+
+
+def test_reserve_1g_at_run_time():
+    """the 1 GiB pool of node 0 at run time: one page more, what the kernel
+    granted said in JSON and text, then back to what it was (never lower)"""
+    if not is_root():
+        raise Skip("needs root: changes the 1 GiB pool of node 0")
+    hp = NODE + "/node0/hugepages/hugepages-1048576kB/nr_hugepages"
+    if not os.path.exists(hp):
+        raise Skip("no 1 GiB hugepages on this machine")
+    before = read_int(hp)
+    try:
+        rc, out, err = run([CTL, "reserve", "--node", "0", "--page", "1G", "--size",
+                            "%dG" % (before + 1), "--json", "--quiet"])
+        import json
+        r = json.loads(out)
+        now = read_int(hp)
+        eq((r["node"], r["page_bytes"], r["before"], r["requested"]),
+           (0, 1 << 30, before, before + 1), "1G reserve request")
+        eq(r["granted"], now, "granted is what sysfs says")
+        assert before <= now <= before + 1, (before, now)
+        eq((rc, r["ok"], r["short_pages"]), (0, True, 0) if now == before + 1 else
+           (1, False, 1), "verdict follows the grant")
+        if now < before + 1:
+            assert "short by 1 pages" in err and "boot" in err, err
+        # the text report of the same state (asking what is there changes nothing)
+        rc, txt, _ = run([CTL, "reserve", "--node", "0", "--page", "1G", "--size",
+                          "%dG" % now])
+        eq(rc, 0, "reserve of the current size")
+        assert ("node 0 1G pool: %d -> %d pages" % (now, now)) in txt, txt
+        r = run_json([CTL, "reserve", "--node", "0", "--page", "1G", "--size",
+                      "%dG" % before, "--json", "--quiet"], None)
+        eq((r["requested"], read_int(hp)), (before, before), "restored")
+    finally:
+        if read_int(hp) > before:
+            with open(hp, "w") as f:
+                f.write(str(before))
 
 
 def test_reserve_fake_shortfall_and_progress():
@@ -318,6 +399,40 @@ def test_verify_flags_downgraded_4k():
         p.communicate("")
 
 
+MAPPER = r"""
+import mmap, os, sys
+path = os.fsencode(sys.argv[1])
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+os.ftruncate(fd, 4 << 20)
+m = mmap.mmap(fd, 4 << 20)
+m[0:1] = b"x"
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_verify_json_non_utf8_path():
+    """a mapping whose path is not UTF-8 (and holds control characters)
+    must still give valid JSON, the bad bytes as U+FFFD"""
+    d = tempfile.mkdtemp(prefix="hkvctl-paths-")
+    name = b"hugekv-\xff\xfe-\x01\t\"q\"-\xc3\xa9.bin"
+    path = os.path.join(os.fsencode(d), name)
+    p = subprocess.Popen(["/usr/bin/python3", "-c", MAPPER, os.fsdecode(path)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert p.stdout.readline().strip() == b"ready", "mapper did not start"
+        out = subprocess.run([CTL, "verify", "--pid", str(p.pid), "--all", "--min-size",
+                              "4K", "--json"], capture_output=True).stdout
+        import json
+        v = json.loads(out)         # bytes: must be valid UTF-8 and JSON
+        want = path.decode("utf-8", "replace")
+        got = [m["path"] for m in v["mappings"] if m["path"].endswith(".bin")]
+        eq(got, [want], "path of the mapping, bad bytes as U+FFFD")
+    finally:
+        p.communicate(b"")
+        shutil.rmtree(d)
+
+
 def test_verify_errors():
     run([CTL, "verify", "--pid", "999999999"], 1)
     # a process with no hugepage mapping: nothing to verify, exit 1
@@ -335,5 +450,7 @@ if __name__ == "__main__":
     main([test_help_and_usage, test_topology_json_agrees_with_sysfs,
           test_topology_fake_two_nodes, test_plan_agrees_with_sysfs,
           test_plan_reports_shortfall, test_reserve_changes_and_restores,
-          test_reserve_errors, test_reserve_fake_shortfall_and_progress,
-          test_verify_pool_on_2m_node0, test_verify_flags_downgraded_4k, test_verify_errors])
+          test_reserve_errors, test_reserve_size_overflow_and_hex, test_reserve_1g_at_run_time,
+          test_reserve_fake_shortfall_and_progress,
+          test_verify_pool_on_2m_node0, test_verify_flags_downgraded_4k,
+          test_verify_json_non_utf8_path, test_verify_errors])

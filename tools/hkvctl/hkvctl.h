@@ -2,7 +2,8 @@
 /*
  * hkvctl.h - shared helpers of the hkvctl subcommands: sysfs/procfs access
  * (under $HKVCTL_ROOT when set, so a captured tree can be inspected and
- * tests can fake a topology), size parsing and a small JSON writer.
+ * tests can fake a topology) and messages; the JSON writer and the number
+ * parsers are the tools' own (tools/lib).
  */
 #ifndef HKVCTL_H
 #define HKVCTL_H
@@ -11,11 +12,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../lib/json_writer.h"
+#include "../lib/parse.h"
+#include "../lib/tool.h"
+
 #define CTL_MAX_NODES	1024
 #define CTL_MAX_SIZES	8
-
-/* exit codes: 0 ok, 1 the check found a problem / failed, 2 usage */
-enum { CTL_OK = 0, CTL_FAIL = 1, CTL_USAGE = 2 };
 
 int cmd_topology(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
@@ -39,6 +41,7 @@ int ctl_write_u64(const char *path, uint64_t v);
 int ctl_parse_list(const char *s, int *out, int max);
 int ctl_nodes(int *nodes, int max);
 bool ctl_node_exists(int node);
+int ctl_mem_total(int node, uint64_t *bytes);
 int ctl_hp_sizes(uint64_t *sizes, int max);
 bool ctl_hp_size_supported(uint64_t page_bytes);
 int ctl_pool_read(int node, uint64_t page_bytes, struct ctl_pool *p);
@@ -48,27 +51,11 @@ char *ctl_pool_path(char *buf, size_t n, int node, uint64_t page_bytes,
 /* ---- util.c ------------------------------------------------------------- */
 /* snprintf where truncating a long sysfs name or path is acceptable */
 int ctl_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int ctl_parse_size(const char *s, uint64_t *out);
-int ctl_parse_int(const char *s, long min, long max, long *out);
+int ctl_arg_size(const char *cmd, const char *opt, const char *arg, uint64_t min,
+		 uint64_t *out);
+uint64_t ctl_units(uint64_t bytes, uint64_t unit);
 const char *ctl_fmt_size(uint64_t bytes, char *buf, size_t n);
 void ctl_err(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-
-struct ctl_json {
-	FILE *f;
-	int depth;
-	char open[32];
-	bool need_comma[32];
-};
-void json_begin(struct ctl_json *j, FILE *f);
-void json_end(struct ctl_json *j);
-void json_obj(struct ctl_json *j, const char *key);	/* key NULL in arrays */
-void json_arr(struct ctl_json *j, const char *key);
-void json_close(struct ctl_json *j);
-void json_u64(struct ctl_json *j, const char *key, uint64_t v);
-void json_i64(struct ctl_json *j, const char *key, int64_t v);
-void json_dbl(struct ctl_json *j, const char *key, double v);
-void json_bool(struct ctl_json *j, const char *key, bool v);
-void json_str(struct ctl_json *j, const char *key, const char *v); /* NULL: null */
 
 #endif /* HKVCTL_H */

@@ -40,21 +40,20 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return CTL_USAGE;
+		return TOOL_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		usage(stdout);
-		return CTL_OK;
+		return TOOL_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("hkvctl (hugekv) 0.1.0\n");
-		return CTL_OK;
+		return tool_version("hkvctl");
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "hkvctl: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
-	return CTL_USAGE;
+	return TOOL_USAGE;
 }

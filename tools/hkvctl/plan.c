@@ -16,12 +16,6 @@
 
 #define PLAN_KV_PAGE	(64ull << 10)	/* default KV page: 64 KiB */
 
-static const char *const backing_names[] = {
-	[HKV_BACKING_AUTO] = "auto", [HKV_BACKING_HUGE_1G] = "1g",
-	[HKV_BACKING_HUGE_2M] = "2m", [HKV_BACKING_THP] = "thp",
-	[HKV_BACKING_SMALL] = "4k", [HKV_BACKING_NONE] = "none",
-};
-
 struct plan_args {
 	struct hkv_pool_opts o;
 	uint64_t bytes;
@@ -54,19 +48,14 @@ static void plan_usage(FILE *f)
 "back (or, strict, fail), 2 usage.\n");
 }
 
+/* the library's names; "none" (an index-only pool) maps nothing to plan */
 static int parse_backing(const char *s)
 {
-	for (int b = HKV_BACKING_AUTO; b < HKV_BACKING_NONE; b++)
-		if (!strcasecmp(s, backing_names[b]))
-			return b;
-	if (!strcasecmp(s, "small"))
-		return HKV_BACKING_SMALL;
-	return -1;
-}
+	int b;
 
-static const char *bname(int b)
-{
-	return b >= 0 && b <= HKV_BACKING_NONE ? backing_names[b] : "?";
+	if (hkv_backing_parse(s, &b) || b == HKV_BACKING_NONE)
+		return -1;
+	return b;
 }
 
 static const struct option plan_opts[] = {
@@ -97,11 +86,11 @@ static int plan_args(int argc, char **argv, struct plan_args *a)
 	while ((c = getopt_long(argc, argv, "s:n:b:k:l:Sjh", plan_opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (ctl_parse_size(optarg, &a->bytes))
-				goto bad;
+			if (ctl_arg_size("plan", "size", optarg, 1, &a->bytes))
+				return -EINVAL;
 			break;
 		case 'n':
-			if (ctl_parse_int(optarg, 0, CTL_MAX_NODES - 1, &v))
+			if (tool_parse_int(optarg, 0, CTL_MAX_NODES - 1, &v))
 				goto bad;
 			a->o.numa_node = (int)v;
 			break;
@@ -110,11 +99,11 @@ static int plan_args(int argc, char **argv, struct plan_args *a)
 				goto bad;
 			break;
 		case 'k':
-			if (ctl_parse_size(optarg, &a->o.page_bytes))
-				goto bad;
+			if (ctl_arg_size("plan", "kv-page", optarg, 1, &a->o.page_bytes))
+				return -EINVAL;
 			break;
 		case 'l':
-			if (ctl_parse_int(optarg, 1, 1 << 20, &v))
+			if (tool_parse_int(optarg, 1, 1 << 20, &v))
 				goto bad;
 			a->o.nlanes = (unsigned)v;
 			break;
@@ -132,7 +121,7 @@ static int plan_args(int argc, char **argv, struct plan_args *a)
 		ctl_err("plan", "--size is required (KV cache bytes, e.g. 200G)");
 		return -EINVAL;
 	}
-	a->o.npages = (a->bytes + a->o.page_bytes - 1) / a->o.page_bytes;
+	a->o.npages = ctl_units(a->bytes, a->o.page_bytes);
 	return 0;
 bad:
 	ctl_err("plan", "bad value '%s' for --%s", optarg, opt_name(c));
@@ -191,7 +180,7 @@ static bool plan_ok(const struct hkv_plan *p, int ret)
 	return true;
 }
 
-static void json_node(struct ctl_json *j, const struct hkv_plan_node *pn,
+static void json_node(struct json *j, const struct hkv_plan_node *pn,
 		      const struct reco *r, bool has_reco)
 {
 	json_obj(j, NULL);
@@ -200,10 +189,10 @@ static void json_node(struct ctl_json *j, const struct hkv_plan_node *pn,
 	json_u64(j, "first_page", pn->first_page);
 	json_u64(j, "npages", pn->npages);
 	json_u64(j, "bytes", pn->bytes);
-	json_str(j, "backing", bname(pn->backing));
+	json_str(j, "backing", hkv_backing_name(pn->backing));
 	json_u64(j, "hugepage_bytes", pn->hugepage_bytes);
 	json_u64(j, "hugepages_needed", pn->hugepages_needed);
-	json_str(j, "wanted_backing", bname(pn->wanted_backing));
+	json_str(j, "wanted_backing", hkv_backing_name(pn->wanted_backing));
 	json_u64(j, "wanted_bytes", pn->wanted_bytes);
 	json_u64(j, "wanted_needed", pn->wanted_needed);
 	json_u64(j, "wanted_free", pn->wanted_free);
@@ -229,15 +218,15 @@ static void json_node(struct ctl_json *j, const struct hkv_plan_node *pn,
 static void plan_json(const struct plan_args *a, const struct hkv_plan *p,
 		      const struct topo *t, int ret)
 {
-	struct ctl_json j;
+	struct json j;
 	struct reco r;
 
 	json_begin(&j, stdout);
 	json_u64(&j, "size_bytes", a->bytes);
 	json_u64(&j, "kv_page_bytes", a->o.page_bytes);
 	json_u64(&j, "npages", a->o.npages);
-	json_str(&j, "backing_wanted", bname(p->backing_wanted));
-	json_str(&j, "backing", bname(p->backing));
+	json_str(&j, "backing_wanted", hkv_backing_name(p->backing_wanted));
+	json_str(&j, "backing", hkv_backing_name(p->backing));
 	json_i64(&j, "numa_node", p->numa_node);
 	json_bool(&j, "strict", p->flags & HKV_POOL_STRICT);
 	json_u64(&j, "kv_bytes", p->kv_bytes);
@@ -266,7 +255,7 @@ static void plan_text_node(const struct topo *t, const struct hkv_plan_node *pn,
 	printf("  node %d (%u CPUs): KV pages %" PRIu64 "-%" PRIu64 ", %s on %s pages (%s)",
 	       pn->node, pn->ncpus, pn->first_page, pn->first_page + pn->npages - 1,
 	       ctl_fmt_size(pn->bytes, a, sizeof(a)),
-	       ctl_fmt_size(pn->hugepage_bytes, b, sizeof(b)), bname(pn->backing));
+	       ctl_fmt_size(pn->hugepage_bytes, b, sizeof(b)), hkv_backing_name(pn->backing));
 	if (pn->hugepages_needed)
 		printf(", %" PRIu64 " hugepages", pn->hugepages_needed);
 	printf("\n");
@@ -293,7 +282,7 @@ static void plan_text(const struct plan_args *a, const struct hkv_plan *p,
 
 	printf("pool: %s as %" PRIu64 " KV pages of %s, backing %s, %s, %s\n",
 	       ctl_fmt_size(p->kv_bytes, x, sizeof(x)), a->o.npages,
-	       ctl_fmt_size(a->o.page_bytes, y, sizeof(y)), bname(p->backing_wanted),
+	       ctl_fmt_size(a->o.page_bytes, y, sizeof(y)), hkv_backing_name(p->backing_wanted),
 	       p->numa_node < 0 ? "a segment per node" : "one node",
 	       p->flags & HKV_POOL_STRICT ? "strict" : "may fall back");
 	printf("arena: %s mapped (%s round-up); THP %s; memlock %s (hugetlb is not "
@@ -307,10 +296,10 @@ static void plan_text(const struct plan_args *a, const struct hkv_plan *p,
 	if (ret == -ENOMEM)
 		printf("verdict: hkv_pool_create would fail (strict, shortfall above)\n");
 	else if (plan_ok(p, ret))
-		printf("verdict: ok, the pool gets %s pages as asked\n", bname(p->backing));
+		printf("verdict: ok, the pool gets %s pages as asked\n", hkv_backing_name(p->backing));
 	else
 		printf("verdict: the pool would fall back to %s on %u node%s\n",
-		       bname(p->backing), p->fallbacks, p->fallbacks == 1 ? "" : "s");
+		       hkv_backing_name(p->backing), p->fallbacks, p->fallbacks == 1 ? "" : "s");
 }
 
 int cmd_plan(int argc, char **argv)
@@ -323,7 +312,7 @@ int cmd_plan(int argc, char **argv)
 
 	ret = plan_args(argc, argv, &a);
 	if (ret)
-		return ret > 0 ? CTL_OK : CTL_USAGE;
+		return ret > 0 ? TOOL_OK : TOOL_USAGE;
 	if (ctl_fake_root())
 		ctl_err("plan", "note: the library plans on the live machine, "
 			"HKVCTL_ROOT is not used for the plan");
@@ -331,16 +320,16 @@ int cmd_plan(int argc, char **argv)
 	if (ret && ret != -ENOMEM) {
 		ctl_err("plan", "%s", ret == -EINVAL ? "invalid pool (bad --node, or a "
 			"size that overflows)" : hkv_strerror(ret));
-		return CTL_FAIL;
+		return TOOL_FAIL;
 	}
 	if (topo_read(&t)) {
 		ctl_err("plan", "cannot read the topology");
-		return CTL_FAIL;
+		return TOOL_FAIL;
 	}
 	if (a.json)
 		plan_json(&a, &p, t, ret);
 	else
 		plan_text(&a, &p, t, ret);
 	topo_free(t);
-	return plan_ok(&p, ret) ? CTL_OK : CTL_FAIL;
+	return plan_ok(&p, ret) ? TOOL_OK : TOOL_FAIL;
 }

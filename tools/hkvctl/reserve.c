@@ -20,6 +20,7 @@
 
 struct reserve {
 	int node;			/* -1: system-wide pool */
+	uint64_t bytes;			/* --size */
 	uint64_t page_bytes, want;	/* pages asked for */
 	uint64_t before, granted, free;
 	bool json, quiet, have_size;
@@ -168,7 +169,7 @@ static void reserve_hint(const struct reserve *r)
 static void reserve_report(const struct reserve *r)
 {
 	char s[32], a[32], b[32];
-	struct ctl_json j;
+	struct json j;
 
 	if (r->json) {
 		json_begin(&j, stdout);
@@ -211,24 +212,20 @@ static int reserve_args(int argc, char **argv, struct reserve *r)
 		switch (c) {
 		case 's':
 			/* 0 is allowed here: it empties the pool */
-			if (strcmp(optarg, "0") && ctl_parse_size(optarg, &bytes)) {
-				ctl_err("reserve", "bad --size '%s' (e.g. 200G, 512M, 0)", optarg);
+			if (ctl_arg_size("reserve", "size", optarg, 0, &bytes))
 				return -EINVAL;
-			}
 			r->have_size = true;
 			break;
 		case 'n':
-			if (ctl_parse_int(optarg, 0, CTL_MAX_NODES - 1, &v)) {
+			if (tool_parse_int(optarg, 0, CTL_MAX_NODES - 1, &v)) {
 				ctl_err("reserve", "bad --node '%s'", optarg);
 				return -EINVAL;
 			}
 			r->node = (int)v;
 			break;
 		case 'p':
-			if (ctl_parse_size(optarg, &r->page_bytes)) {
-				ctl_err("reserve", "bad --page '%s' (2M or 1G)", optarg);
+			if (ctl_arg_size("reserve", "page", optarg, 4096, &r->page_bytes))
 				return -EINVAL;
-			}
 			break;
 		case 'j': r->json = true; break;
 		case 'q': r->quiet = true; break;
@@ -240,18 +237,20 @@ static int reserve_args(int argc, char **argv, struct reserve *r)
 		ctl_err("reserve", "unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
-	r->want = (bytes + r->page_bytes - 1) / r->page_bytes;
+	r->bytes = bytes;
+	r->want = ctl_units(bytes, r->page_bytes);
 	return 0;
 }
 
 /* the page size and node exist, before anything is written */
 static int reserve_validate(const struct reserve *r)
 {
-	char s[32];
+	char s[32], m[32];
+	uint64_t mem;
 
 	if (!r->have_size) {
 		ctl_err("reserve", "--size is required (the pool's total, e.g. 200G)");
-		return CTL_USAGE;
+		return TOOL_USAGE;
 	}
 	if (!ctl_hp_size_supported(r->page_bytes)) {
 		ctl_err("reserve", "no %s hugepages on this machine (no hugepages-%" PRIu64
@@ -260,13 +259,21 @@ static int reserve_validate(const struct reserve *r)
 			r->page_bytes == (1ull << 30) ? "; 1 GiB pages need CPU support "
 			"(pdpe1gb) and usually a boot-time reservation: see "
 			"scripts/hugepages-setup --page 1G" : "");
-		return CTL_FAIL;
+		return TOOL_FAIL;
 	}
 	if (r->node >= 0 && !ctl_node_exists(r->node)) {
 		ctl_err("reserve", "no node %d (see hkvctl topology)", r->node);
-		return CTL_FAIL;
+		return TOOL_FAIL;
 	}
-	return CTL_OK;
+	/* a pool larger than the memory is a typo (16E, an extra digit), and
+	 * the kernel would try to turn all of it into hugepages */
+	if (!ctl_mem_total(r->node, &mem) && r->want > mem / r->page_bytes) {
+		ctl_err("reserve", "--size %s is more than the %s memory (%s): nothing changed",
+			ctl_fmt_size(r->bytes, s, sizeof(s)), r->node < 0 ? "machine's" : "node's",
+			ctl_fmt_size(mem, m, sizeof(m)));
+		return TOOL_FAIL;
+	}
+	return TOOL_OK;
 }
 
 int cmd_reserve(int argc, char **argv)
@@ -277,17 +284,17 @@ int cmd_reserve(int argc, char **argv)
 
 	err = reserve_args(argc, argv, &r);
 	if (err)
-		return err > 0 ? CTL_OK : CTL_USAGE;
+		return err > 0 ? TOOL_OK : TOOL_USAGE;
 	rc = reserve_validate(&r);
-	if (rc != CTL_OK)
+	if (rc != TOOL_OK)
 		return rc;
 	err = reserve_apply(&r);
 	if (err) {
 		ctl_err("reserve", "%s: %s%s", ctl_pool_path(p, sizeof(p), r.node, r.page_bytes,
 							  "nr_hugepages"), strerror(-err),
 			err == -EACCES || err == -EPERM ? " (needs root)" : "");
-		return CTL_FAIL;
+		return TOOL_FAIL;
 	}
 	reserve_report(&r);
-	return r.granted >= r.want ? CTL_OK : CTL_FAIL;
+	return r.granted >= r.want ? TOOL_OK : TOOL_FAIL;
 }

@@ -268,3 +268,26 @@ int ctl_pool_read(int node, uint64_t page_bytes, struct ctl_pool *p)
 	}
 	return 0;
 }
+
+/**
+ * ctl_mem_total() - the memory of a node, or of the machine
+ * @node: node, or -1 for the machine (/proc/meminfo)
+ * @bytes: receives MemTotal in bytes
+ *
+ * Return: 0, or -ENOENT when the file or its MemTotal line is missing.
+ */
+int ctl_mem_total(int node, uint64_t *bytes)
+{
+	char p[512], buf[8192], *s;
+	unsigned long long kb;
+
+	if (node < 0)
+		ctl_path(p, sizeof(p), "/proc/meminfo");
+	else
+		ctl_path(p, sizeof(p), "/sys/devices/system/node/node%d/meminfo", node);
+	if (ctl_read_str(p, buf, sizeof(buf)) <= 0 || !(s = strstr(buf, "MemTotal:")) ||
+	    sscanf(s, "MemTotal: %llu kB", &kb) != 1)
+		return -ENOENT;
+	*bytes = (uint64_t)kb << 10;
+	return 0;
+}

@@ -327,7 +327,7 @@ int topo_node_index(const struct topo *t, int node)
 	return -1;
 }
 
-static void json_limit(struct ctl_json *j, const char *key, uint64_t v)
+static void json_limit(struct json *j, const char *key, uint64_t v)
 {
 	if (v == RLIM_INFINITY)
 		json_i64(j, key, -1);
@@ -335,7 +335,7 @@ static void json_limit(struct ctl_json *j, const char *key, uint64_t v)
 		json_u64(j, key, v);
 }
 
-static void json_sizes(const struct topo *t, struct ctl_json *j)
+static void json_sizes(const struct topo *t, struct json *j)
 {
 	json_arr(j, "hugepage_sizes");
 	for (int k = 0; k < t->nsizes; k++) {
@@ -355,7 +355,7 @@ static void json_sizes(const struct topo *t, struct ctl_json *j)
 	json_close(j);
 }
 
-static void json_limits(const struct topo *t, struct ctl_json *j)
+static void json_limits(const struct topo *t, struct json *j)
 {
 	json_obj(j, "thp");
 	json_str(j, "enabled", t->thp_enabled);
@@ -380,7 +380,7 @@ static void json_limits(const struct topo *t, struct ctl_json *j)
 	json_close(j);
 }
 
-static void json_pci(const struct topo *t, struct ctl_json *j)
+static void json_pci(const struct topo *t, struct json *j)
 {
 	json_arr(j, "pci");
 	for (int i = 0; i < t->npci; i++) {
@@ -405,7 +405,7 @@ static void json_pci(const struct topo *t, struct ctl_json *j)
  * @t: the topology
  * @j: the writer, inside the top-level object
  */
-void topo_json_rest(const struct topo *t, struct ctl_json *j)
+void topo_json_rest(const struct topo *t, struct json *j)
 {
 	json_sizes(t, j);
 	json_limits(t, j);

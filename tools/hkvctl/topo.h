@@ -58,6 +58,6 @@ void topo_free(struct topo *t);
 /* index of the node with id @node, or -1 */
 int topo_node_index(const struct topo *t, int node);
 /* the rest of the topology JSON after "nodes" */
-void topo_json_rest(const struct topo *t, struct ctl_json *j);
+void topo_json_rest(const struct topo *t, struct json *j);
 
 #endif /* HKVCTL_TOPO_H */

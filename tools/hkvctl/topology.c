@@ -126,7 +126,7 @@ static void print_pci_text(const struct topo *t)
 
 static void print_json(const struct topo *t)
 {
-	struct ctl_json j;
+	struct json j;
 
 	json_begin(&j, stdout);
 	json_arr(&j, "nodes");
@@ -177,18 +177,18 @@ int cmd_topology(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
-		case 'h': topo_usage(stdout); return CTL_OK;
-		default: topo_usage(stderr); return CTL_USAGE;
+		case 'h': topo_usage(stdout); return TOOL_OK;
+		default: topo_usage(stderr); return TOOL_USAGE;
 		}
 	}
 	if (optind < argc) {
 		ctl_err("topology", "unexpected argument '%s'", argv[optind]);
-		return CTL_USAGE;
+		return TOOL_USAGE;
 	}
 	r = topo_read(&t);
 	if (r) {
 		ctl_err("topology", "cannot read the topology: %s", strerror(-r));
-		return CTL_FAIL;
+		return TOOL_FAIL;
 	}
 	if (json) {
 		print_json(t);
@@ -199,5 +199,5 @@ int cmd_topology(int argc, char **argv)
 		print_pci_text(t);
 	}
 	topo_free(t);
-	return CTL_OK;
+	return TOOL_OK;
 }

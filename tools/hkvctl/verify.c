@@ -140,7 +140,7 @@ static void print_text_map(const struct map *m, const struct verdict *d)
 		       ctl_fmt_size(d->populated, b, sizeof(b)));
 }
 
-static void json_map(struct ctl_json *j, const struct map *m, const struct verdict *d)
+static void json_map(struct json *j, const struct map *m, const struct verdict *d)
 {
 	uint64_t pb = m->numa_page_bytes ? m->numa_page_bytes : m->page_bytes;
 	char prob[64];
@@ -190,22 +190,22 @@ static int verify_args(int argc, char **argv, struct verify *v)
 	while ((c = getopt_long(argc, argv, "p:n:P:m:ajh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (ctl_parse_int(optarg, 1, 1L << 30, &x))
+			if (tool_parse_int(optarg, 1, 1L << 30, &x))
 				goto bad;
 			v->pid = (int)x;
 			break;
 		case 'n':
-			if (ctl_parse_int(optarg, 0, MAPS_MAX_NODES - 1, &x))
+			if (tool_parse_int(optarg, 0, MAPS_MAX_NODES - 1, &x))
 				goto bad;
 			v->node = (int)x;
 			break;
 		case 'P':
-			if (ctl_parse_size(optarg, &v->page_bytes))
-				goto bad;
+			if (ctl_arg_size("verify", "page", optarg, 1, &v->page_bytes))
+				return -EINVAL;
 			break;
 		case 'm':
-			if (ctl_parse_size(optarg, &v->min_bytes))
-				goto bad;
+			if (ctl_arg_size("verify", "min-size", optarg, 1, &v->min_bytes))
+				return -EINVAL;
 			break;
 		case 'a': v->all = true; break;
 		case 'j': v->json = true; break;
@@ -224,14 +224,14 @@ static int verify_args(int argc, char **argv, struct verify *v)
 	return 0;
 bad:
 	ctl_err("verify", "bad value '%s' for --%s", optarg,
-		c == 'p' ? "pid" : c == 'n' ? "node" : c == 'P' ? "page" : "min-size");
+		c == 'p' ? "pid" : "node");
 	return -EINVAL;
 }
 
 static int verify_report(const struct verify *v, const struct maps *ms)
 {
 	int nsel = 0, nbad = 0;
-	struct ctl_json j;
+	struct json j;
 
 	if (v->json) {
 		json_begin(&j, stdout);
@@ -269,7 +269,7 @@ static int verify_report(const struct verify *v, const struct maps *ms)
 	} else {
 		printf("%d mapping%s, %d with problems\n", nsel, nsel == 1 ? "" : "s", nbad);
 	}
-	return nsel && !nbad ? CTL_OK : CTL_FAIL;
+	return nsel && !nbad ? TOOL_OK : TOOL_FAIL;
 }
 
 int cmd_verify(int argc, char **argv)
@@ -281,13 +281,13 @@ int cmd_verify(int argc, char **argv)
 
 	err = verify_args(argc, argv, &v);
 	if (err)
-		return err > 0 ? CTL_OK : CTL_USAGE;
+		return err > 0 ? TOOL_OK : TOOL_USAGE;
 	err = maps_read(v.pid, &ms);
 	if (err) {
 		ctl_err("verify", "pid %d: %s%s", v.pid, strerror(-err),
 			err == -EACCES || err == -EPERM ? " (needs root or the same user)" :
 			err == -ENOENT ? " (no such process)" : "");
-		return CTL_FAIL;
+		return TOOL_FAIL;
 	}
 	if (ctl_read_str(ctl_path(p, sizeof(p), "/proc/%d/comm", v.pid), v.comm,
 			 sizeof(v.comm)) < 0)

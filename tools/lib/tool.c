@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * tool.c - --version and usage errors, the same in every tool (tool.h).
+ */
+#include <stdarg.h>
+
+#include "tool.h"
+
+#ifndef HKV_VERSION
+#error "HKV_VERSION is set by mk/toolslib.mk from the Makefile's VERSION"
+#endif
+
+const char tool_version_string[] = HKV_VERSION;
+
+int tool_version(const char *name)
+{
+	printf("%s (hugekv) %s\n", name, tool_version_string);
+	return TOOL_OK;
+}
+
+int tool_usage_error(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", name);
+	return TOOL_USAGE;
+}
