@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# python.mk - the hugekv Python package (python/hugekv, ctypes over
+# $(BUILD)/libhugekv.so) and its engine adapters. `check-python` runs the
+# pytest suites (tests/python), the HiCache-shaped example and the
+# installed-package tests with Debian's python3; `install-python` (part of
+# `make install`) puts the package in $(PYTHONDIR) with the library
+# directory recorded; `bench-python` runs python/bench.py into
+# bench-results/python.json.
+
+PYTHON		?= /usr/bin/python3
+PYTHONDIR	?= $(PREFIX)/lib/python3/dist-packages
+PY_SRCS		:= $(wildcard python/hugekv/*.py)
+PY_ENV		= HUGEKV_LIBRARY=$(abspath $(BUILD))/libhugekv.so HUGEKV_LOG=error \
+		  PYTHONPATH=$(abspath python) PYTHONDONTWRITEBYTECODE=1
+
+.PHONY: check-python install-python bench-python
+
+check-python: $(BUILD)/libhugekv.so
+	$(Q)$(PY_ENV) HKV_TEST_BUILD=$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+	$(Q)$(PY_ENV) $(PYTHON) python/examples/hicache.py --check
+
+CHECK_EXTRA	+= check-python
+
+install:: install-python
+
+install-python:
+	install -d $(DESTDIR)$(PYTHONDIR)/hugekv
+	install -m 0644 $(PY_SRCS) $(DESTDIR)$(PYTHONDIR)/hugekv/
+	printf '%s\n' '# written by make install' 'LIBDIR = "$(LIBDIR)"' \
+		> $(DESTDIR)$(PYTHONDIR)/hugekv/_paths.py
+
+bench-python: $(BUILD)/libhugekv.so
+	$(Q)mkdir -p bench-results
+	$(Q)$(PY_ENV) $(PYTHON) python/bench.py --out bench-results/python.json

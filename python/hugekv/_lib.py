@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""ctypes binding of libhugekv.so: the library, the C structs, the prototypes.
+
+The structs mirror include/hugekv.h field for field. Every call that takes a
+struct passes sizeof() of the mirror in its ``sz`` field, so a newer library
+with fields appended still reads and writes only what this mirror knows.
+
+Where the library is found, first match wins:
+  1. $HUGEKV_LIBRARY (a path to libhugekv.so*),
+  2. the build tree this package sits in (<top>/build/libhugekv.so), when
+     python/hugekv is inside a hugekv checkout,
+  3. the library directory ``make install`` recorded in _paths.py,
+  4. the soname libhugekv.so.0 through the dynamic loader (LD_LIBRARY_PATH,
+     ldconfig).
+"""
+import ctypes
+import errno as _errno
+import os
+
+c_u64 = ctypes.c_uint64
+c_uint = ctypes.c_uint
+c_int = ctypes.c_int
+c_void_p = ctypes.c_void_p
+
+SONAME = "libhugekv.so.0"
+
+# constants of include/hugekv.h
+BACKING_AUTO, BACKING_HUGE_1G, BACKING_HUGE_2M = 0, 1, 2
+BACKING_THP, BACKING_SMALL, BACKING_NONE = 3, 4, 5
+POOL_STRICT, POOL_NO_PREFAULT = 1 << 0, 1 << 1
+LANE_ANY = 0xFFFFFFFF
+ALLOC_CONTIG, ALLOC_EVICT = 1 << 0, 1 << 1
+UNIT_FREE = 1 << 0
+PRINT_JSON = 1 << 0
+REGION_THP, REGION_FALLBACK, REGION_MISPLACED = 1 << 0, 1 << 1, 1 << 2
+STATS_LANES, STATS_REGIONS, UFI_SIZES = 64, 16, 4
+
+# the spelling of HUGEKV_BACKING, and "none" for index-only pools
+BACKINGS = {"auto": BACKING_AUTO, "1g": BACKING_HUGE_1G, "2m": BACKING_HUGE_2M,
+            "thp": BACKING_THP, "4k": BACKING_SMALL, "none": BACKING_NONE}
+BACKING_NAMES = {v: k for k, v in BACKINGS.items()}
+
+
+class Extent(ctypes.Structure):
+    _fields_ = [("start", c_u64), ("len", c_u64)]
+
+
+class PoolOpts(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("npages", c_u64), ("page_bytes", c_u64),
+                ("nlanes", c_uint), ("backing", c_int), ("numa_node", c_int),
+                ("flags", c_uint), ("prefault_threads", c_uint),
+                ("free_room_low", ctypes.c_double), ("free_room_high", ctypes.c_double),
+                ("chunk_bytes", c_u64), ("evict_window", c_uint)]
+
+
+class Region(ctypes.Structure):
+    _fields_ = [("base", c_void_p), ("bytes", c_u64), ("first_page", c_u64),
+                ("npages", c_u64), ("node", c_int), ("hugepage_bytes", c_u64),
+                ("flags", c_uint)]
+
+
+class RegionStats(ctypes.Structure):
+    _fields_ = [("node", c_int), ("hugepage_bytes", c_u64), ("wanted_bytes", c_u64),
+                ("bytes", c_u64), ("prefault_ns", c_u64), ("misplaced_pages", c_u64),
+                ("flags", c_uint), ("fallback_errno", c_int)]
+
+
+class Stats(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t),
+                ("npages", c_u64), ("free_pages", c_u64), ("free_extents", c_u64),
+                ("largest_free_extent", c_u64),
+                ("nlanes", c_uint), ("page_bytes", c_u64),
+                ("units", c_u64), ("unit_pages", c_u64), ("pinned_units", c_u64),
+                ("pinned_pages", c_u64),
+                ("allocs", c_u64), ("alloc_failures", c_u64), ("frees", c_u64),
+                ("extents_returned", c_u64),
+                ("multi_extent_allocs", c_u64), ("pages_allocated", c_u64),
+                ("pages_freed", c_u64),
+                ("evictions", c_u64), ("evicted_pages", c_u64), ("eviction_runs", c_u64),
+                ("evict_failures", c_u64),
+                ("extents_per_alloc", ctypes.c_double),
+                ("multi_extent_share", ctypes.c_double),
+                ("ufi_size", c_u64 * UFI_SIZES), ("ufi", ctypes.c_double * UFI_SIZES),
+                ("lane_free_pages", c_u64 * STATS_LANES),
+                ("lane_free_extents", c_u64 * STATS_LANES),
+                ("lane_largest_free_extent", c_u64 * STATS_LANES),
+                ("backing", c_int), ("backing_wanted", c_int), ("numa_node", c_int),
+                ("prefault_threads", c_uint), ("flags", c_uint),
+                ("arena_bytes", c_u64), ("arena_round_up_bytes", c_u64),
+                ("prefault_ns", c_u64), ("prefault_gbps", ctypes.c_double),
+                ("misplaced_pages", c_u64), ("fallbacks", c_uint),
+                ("metadata_bytes", c_u64), ("nregions", c_uint),
+                ("region", RegionStats * STATS_REGIONS)]
+
+
+EVICT_FN = ctypes.CFUNCTYPE(None, c_void_p, c_u64, ctypes.POINTER(Extent), c_uint)
+
+_P = c_void_p           # struct hkv_pool *
+_PROTOS = {
+    "hkv_pool_create": (c_int, [ctypes.POINTER(PoolOpts), ctypes.POINTER(c_void_p)]),
+    "hkv_pool_destroy": (None, [_P]),
+    "hkv_pool_id": (c_u64, [_P]),
+    "hkv_alloc": (c_int, [_P, c_u64, c_uint, c_uint, c_void_p, c_uint]),
+    "hkv_alloc_lanes": (c_int, [_P, c_void_p, c_uint, c_void_p, c_uint]),
+    "hkv_free": (c_int, [_P, c_void_p, c_uint]),
+    "hkv_lane_range": (c_int, [_P, c_uint, ctypes.POINTER(Extent)]),
+    "hkv_available": (c_u64, [_P]),
+    "hkv_stats": (c_int, [_P, ctypes.POINTER(Stats)]),
+    "hkv_check": (c_int, [_P]),
+    "hkv_page_ptr": (c_void_p, [_P, c_u64]),
+    "hkv_regions": (c_int, [_P, c_void_p, c_uint]),
+    "hkv_unit_add": (c_int, [_P, c_u64, c_void_p, c_uint]),
+    "hkv_unit_touch": (c_int, [_P, c_u64]),
+    "hkv_unit_pin": (c_int, [_P, c_u64]),
+    "hkv_unit_unpin": (c_int, [_P, c_u64]),
+    "hkv_unit_split": (c_int, [_P, c_u64, c_u64, c_u64]),
+    "hkv_unit_remove": (c_int, [_P, c_u64, c_uint]),
+    "hkv_set_evict_fn": (None, [_P, EVICT_FN, c_void_p]),
+    "hkv_evict": (ctypes.c_int64, [_P, c_u64]),
+    "hkv_free_slots": (c_int, [_P, ctypes.POINTER(ctypes.POINTER(c_u64)),
+                               ctypes.POINTER(c_u64)]),
+    "hkv_strerror": (ctypes.c_char_p, [c_int]),
+}
+
+
+def _candidates():
+    env = os.environ.get("HUGEKV_LIBRARY")
+    if env:
+        return [env], True
+    out = []
+    here = os.path.dirname(os.path.abspath(__file__))
+    top = os.path.dirname(os.path.dirname(here))
+    if os.path.isfile(os.path.join(top, "include", "hugekv.h")):
+        out.append(os.path.join(top, "build", "libhugekv.so"))
+    try:
+        from . import _paths
+        out.append(os.path.join(_paths.LIBDIR, SONAME))
+    except ImportError:
+        pass
+    out.append(SONAME)
+    return out, False
+
+
+def _load():
+    names, forced = _candidates()
+    tried = []
+    for name in names:
+        if os.sep in name and not os.path.exists(name):
+            tried.append(f"{name} (missing)")
+            continue
+        try:
+            return ctypes.CDLL(name), name
+        except OSError as e:
+            tried.append(f"{name} ({e})")
+            if forced:
+                break
+    raise ImportError("hugekv: cannot load libhugekv: tried " + "; ".join(tried) +
+                      ". Build it with `make`, install it with `make install`, "
+                      "or set HUGEKV_LIBRARY to the library's path")
+
+
+lib, path = _load()
+for _name, (_res, _args) in _PROTOS.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def strerror(err):
+    """hkv_strerror() text for a (negative or positive) errno."""
+    return lib.hkv_strerror(int(err)).decode()
+
+
+class Error(OSError):
+    """A hugekv call failed: ``errno`` and the hkv_strerror() text, plus
+    what was asked (``strerror`` starts with the library's text)."""
+
+
+class OutOfPages(Error, MemoryError):
+    """-ENOMEM: not enough free pages (nothing was taken)."""
+
+
+class CallbackError(Error):
+    """The eviction callback raised. The operation itself completed:
+    ``result`` holds what it returned (pages freed, or the extents of an
+    allocation, which the caller owns), ``errors`` the exceptions raised."""
+
+    def __init__(self, msg, result, errors):
+        super().__init__(_errno.ECANCELED, msg)
+        self.result = result
+        self.errors = errors
+
+
+def error(err, what):
+    """The exception for a -errno returned by the call described by @what."""
+    e = -err if err < 0 else err
+    cls = OutOfPages if e == _errno.ENOMEM else Error
+    return cls(e, f"{strerror(e)}: {what}")

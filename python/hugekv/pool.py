@@ -1,0 +1,597 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""hugekv.Pool: one pool of KV pages, its extents, units and memory.
+
+Extents are numpy int64 arrays of shape (k, 2), rows (start, len). Every
+call either succeeds or raises and changes nothing (a CallbackError is the
+one exception to raising-means-nothing-happened: see on_evict()).
+
+Threads: ctypes releases the GIL for the length of every C call, so calls
+from several Python threads run in the library at the same time, with the
+library's own locking (calls on different lanes do not contend). Each
+thread gets its own extent buffer.
+
+Lifetime: close() (or leaving the ``with`` block) ends the pool's API at
+once; later calls raise. The memory of a pool whose pages are still viewed
+(page_view, as_array, as_tensor, a zero-copy free_slots) stays mapped until
+the last of those views is released, and is unmapped then: a view never
+dangles.
+"""
+import ctypes
+import errno
+import operator
+import threading
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._lib import Error, CallbackError, error, lib
+
+LANE_ANY = _lib.LANE_ANY
+_U64_MAX = (1 << 64) - 1
+_I64 = np.dtype(np.int64)
+_EMPTY = np.zeros((0, 2), dtype=np.int64)
+_BUF_ROWS = 64
+_hkv_alloc, _hkv_free = lib.hkv_alloc, lib.hkv_free     # hot path: no lookups
+
+
+class _Handle:
+    """Owns the C pool; hkv_pool_destroy() runs when the last reference
+    (the Pool, or a view's keeper) is gone."""
+
+    live = 0  # handles not yet destroyed, all pools (tests read it)
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+        self.evict_cb = None   # the ctypes callback the C pool points at
+        _Handle.live += 1
+
+    def __del__(self):
+        if self.ptr:
+            lib.hkv_pool_destroy(self.ptr)
+            self.ptr = None
+            _Handle.live -= 1
+
+
+class _Mem:
+    """A raw byte range numpy can view; holds the handle that keeps it mapped."""
+
+    def __init__(self, handle, addr, nbytes, writable=True):
+        self.handle = handle
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                    "data": (addr, not writable), "version": 3}
+
+
+def _index(v, what, lo=0, hi=_U64_MAX):
+    """v as an int in [lo, hi], else TypeError/ValueError naming @what."""
+    if isinstance(v, bool):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(v).__name__}") from None
+    if v < lo or v > hi:
+        raise ValueError(f"{what} must be in [{lo}, {hi}], got {v}")
+    return v
+
+
+def as_extents(extents):
+    """extents as a C-contiguous int64 (k, 2) numpy array (copied only when
+    needed). Accepts numpy arrays, torch tensors, (start, len) pairs."""
+    if type(extents) is np.ndarray and extents.dtype == _I64:
+        a = extents
+    elif hasattr(extents, "detach") and hasattr(extents, "numpy"):   # torch
+        a = extents.detach().cpu().numpy()
+    else:
+        a = np.asarray(extents)
+        if a.size == 0:
+            a = a.reshape(0, 2)
+    if a.dtype != _I64:
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"extents must hold integers, not {a.dtype}")
+        if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+            raise ValueError("extent values out of range")
+        a = a.astype(np.int64)
+    if a.ndim == 1 and a.shape[0] == 2:
+        a = a.reshape(1, 2)
+    if a.ndim != 2 or a.shape[1] != 2:
+        raise ValueError(f"extents must have shape (k, 2) rows (start, len), got {a.shape}")
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    return a
+
+
+def _bad_extents(a, npages):
+    """Why the library refused extents: a message for the common causes."""
+    if (a[:, 1] <= 0).any():
+        return "an extent has len <= 0"
+    if (a[:, 0] < 0).any() or (a[:, 0] + a[:, 1] > npages).any():
+        return f"an extent is outside the pool's {npages} pages"
+    return "pages not allocated, or named twice"
+
+
+class Pool:
+    """A pool of ``npages`` KV pages of ``page_bytes`` bytes (0: index-only).
+
+    backing: "auto" (1G -> 2M -> THP -> 4K), "1g", "2m", "thp", "4k", as
+    HUGEKV_BACKING spells it; ignored for index-only pools. strict: fail
+    rather than fall back. free_room: (low, high) watermark fractions for
+    allocations with evict=True. chunk_bytes: registration chunk cap (extents
+    never cross one). evict_window: victim window among the coldest units.
+    """
+
+    def __init__(self, npages, page_bytes=0, *, nlanes=1, backing="auto",
+                 numa_node=-1, strict=False, prefault=True, prefault_threads=0,
+                 free_room=(0.0, 0.0), chunk_bytes=0, evict_window=0):
+        self._h = None
+        npages = _index(npages, "npages", 1)
+        page_bytes = _index(page_bytes, "page_bytes")
+        nlanes = _index(nlanes, "nlanes", 1, 0xFFFFFFFE)
+        if not isinstance(backing, str) or backing.lower() not in _lib.BACKINGS:
+            raise ValueError(f"backing must be one of {sorted(_lib.BACKINGS)}, got {backing!r}")
+        numa_node = _index(numa_node, "numa_node", -1, 1 << 30)
+        prefault_threads = _index(prefault_threads, "prefault_threads", 0, 0xFFFFFFFF)
+        chunk_bytes = _index(chunk_bytes, "chunk_bytes")
+        evict_window = _index(evict_window, "evict_window", 0, 0xFFFFFFFF)
+        try:
+            low, high = (float(x) for x in free_room)
+        except (TypeError, ValueError):
+            raise TypeError("free_room must be a pair of floats (low, high)") from None
+        if not (0.0 <= low <= high <= 1.0):
+            raise ValueError(f"free_room must satisfy 0 <= low <= high <= 1, got {free_room!r}")
+        o = _lib.PoolOpts()
+        o.sz = ctypes.sizeof(o)
+        o.npages, o.page_bytes, o.nlanes = npages, page_bytes, nlanes
+        o.backing = _lib.BACKINGS[backing.lower()] if page_bytes else _lib.BACKING_NONE
+        o.numa_node = numa_node
+        o.flags = (_lib.POOL_STRICT if strict else 0) | (0 if prefault else _lib.POOL_NO_PREFAULT)
+        o.prefault_threads = prefault_threads
+        o.free_room_low, o.free_room_high = low, high
+        o.chunk_bytes, o.evict_window = chunk_bytes, evict_window
+        out = ctypes.c_void_p()
+        err = lib.hkv_pool_create(ctypes.byref(o), ctypes.byref(out))
+        if err:
+            raise error(err, f"creating a pool of {npages} pages of {page_bytes} bytes "
+                             f"(backing {backing!r}, node {numa_node})")
+        self._h = _Handle(out.value)
+        self._ptr = out.value
+        self.npages, self.page_bytes, self.nlanes = npages, page_bytes, nlanes
+        self._tls = threading.local()
+        self._slots_keeper = None   # weakref to the last zero-copy free_slots view
+        self._evict_fn = None
+        self._evict_errors = []
+        self._cb_thread = None
+        self._base = lib.hkv_page_ptr(self._ptr, 0) if page_bytes else None
+        # views address page p at base + p * page_bytes: the arena is one range
+        if page_bytes and lib.hkv_page_ptr(self._ptr, npages - 1) != \
+                self._base + (npages - 1) * page_bytes:
+            self._base = None
+
+    # --- lifetime -------------------------------------------------------
+
+    def close(self):
+        """End the pool's API (idempotent). The memory is unmapped now, or
+        when the last view of it is released."""
+        if self._h is not None:
+            self._ptr = 0
+            self._h = None      # __del__ of the handle destroys, unless views hold it
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def __enter__(self):
+        self._live()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None) is not None:
+            self.close()
+
+    def __repr__(self):
+        if self._h is None:
+            return "<hugekv.Pool closed>"
+        return (f"<hugekv.Pool id={self.id} npages={self.npages} page_bytes={self.page_bytes} "
+                f"nlanes={self.nlanes} available={self.available}>")
+
+    def _live(self):
+        if self._h is None:
+            raise ValueError("operation on a closed hugekv.Pool")
+        if self._cb_thread == threading.get_ident():
+            raise Error(errno.EDEADLK, "the eviction callback must not call into its pool")
+        return self._ptr
+
+    def _buf(self, rows):
+        """This thread's extent buffer of at least @rows rows: (buf, addr, rows)."""
+        tls = self._tls
+        b = getattr(tls, "b", None)
+        if b is None or b[2] < rows:
+            buf = np.empty((max(rows, _BUF_ROWS), 2), dtype=np.int64)
+            b = tls.b = (buf, buf.ctypes.data, buf.shape[0])
+        return b
+
+    # --- pages ----------------------------------------------------------
+
+    @property
+    def id(self):
+        """The pool's id, as trace probes carry it."""
+        return lib.hkv_pool_id(self._live())
+
+    @property
+    def available(self):
+        """Free pages (O(1))."""
+        return lib.hkv_available(self._live())
+
+    def alloc(self, npages, lane=LANE_ANY, *, contig=False, evict=False):
+        """Allocate npages: int64 (k, 2) extents, largest first; one extent
+        whenever a free run of npages exists (best fit, low end first).
+        Raises OutOfPages (nothing taken), ValueError for bad arguments."""
+        ptr = self._ptr
+        if not ptr or self._cb_thread is not None:
+            ptr = self._live()
+        if type(npages) is not int or npages <= 0 or npages > _U64_MAX:
+            npages = _index(npages, "npages", 1)
+        if lane != LANE_ANY and (type(lane) is not int or not 0 <= lane < self.nlanes):
+            lane = _index(lane, "lane", 0, self.nlanes - 1)
+        flags = (1 if contig else 0) | (2 if evict else 0) if contig or evict else 0
+        try:
+            buf, bufp, rows = self._tls.b
+        except AttributeError:
+            buf, bufp, rows = self._buf(_BUF_ROWS)
+        if evict:
+            self._evict_errors = []
+        n = _hkv_alloc(ptr, npages, lane, flags, bufp, rows)
+        while n == -errno.ENOSPC:
+            buf, bufp, rows = self._buf(rows * 8)
+            n = lib.hkv_alloc(ptr, npages, lane, flags, bufp, rows)
+        if n < 0:
+            raise error(n, f"alloc({npages}, lane={'any' if lane == LANE_ANY else lane}"
+                           f"{', contig' if contig else ''}{', evict' if evict else ''})")
+        out = buf[:n].copy()
+        if evict and self._evict_errors:
+            self._raise_cb(out)
+        return out
+
+    def alloc_lanes(self, counts):
+        """counts[i] pages from lane i, all or nothing: extents, lane by lane."""
+        ptr = self._live()
+        if len(counts) != self.nlanes:
+            raise ValueError(f"counts needs one entry per lane ({self.nlanes}), got {len(counts)}")
+        c = np.array([_index(x, "count") for x in counts], dtype=np.uint64)
+        total = int(c.sum())
+        if total == 0:
+            raise ValueError("alloc_lanes: counts are all 0")
+        buf, bufp, rows = self._buf(_BUF_ROWS)
+        while True:
+            n = lib.hkv_alloc_lanes(ptr, c.tobytes(), 0, bufp, rows)
+            if n != -errno.ENOSPC:
+                break
+            buf, bufp, rows = self._buf(rows * 8)
+        if n < 0:
+            raise error(n, f"alloc_lanes({list(counts)})")
+        return buf[:n].copy()
+
+    def free(self, extents):
+        """Free every page of the extents (sub-ranges of allocations are
+        fine). Raises Error (EINVAL: not allocated, out of range, named
+        twice; EBUSY: pages of a unit) and frees nothing then."""
+        ptr = self._ptr
+        if not ptr or self._cb_thread is not None:
+            ptr = self._live()
+        a = extents
+        if type(a) is not np.ndarray or a.dtype is not _I64 or a.ndim != 2 or a.shape[1] != 2:
+            a = as_extents(a)
+        k = a.shape[0]
+        if k == 0:
+            return
+        err = _hkv_free(ptr, a.tobytes(), k)     # bytes: C order, no copy back
+        if err:
+            raise error(err, f"free of {k} extent(s): {_bad_extents(a, self.npages)}")
+
+    def lane_range(self, lane):
+        """(start, len) of the pages lane owns."""
+        ptr = self._live()
+        e = _lib.Extent()
+        err = lib.hkv_lane_range(ptr, _index(lane, "lane", 0, self.nlanes - 1), ctypes.byref(e))
+        if err:
+            raise error(err, f"lane_range({lane}) of a pool of {self.nlanes} lanes")
+        return (e.start, e.len)
+
+    def check(self):
+        """Full invariant check (scans everything); raises Error(EUCLEAN)."""
+        err = lib.hkv_check(self._live())
+        if err:
+            raise error(err, "hkv_check")
+
+    def stats(self):
+        """A snapshot: a dict keyed by struct hkv_stats' field names; per-lane
+        lists cut to the pool's lanes, "region" a list of dicts."""
+        ptr = self._live()
+        st = _lib.Stats()
+        st.sz = ctypes.sizeof(st)
+        err = lib.hkv_stats(ptr, ctypes.byref(st))
+        if err:
+            raise error(err, "hkv_stats")
+        out = {}
+        nl = min(st.nlanes, _lib.STATS_LANES)
+        for name, _ in _lib.Stats._fields_:
+            if name == "sz":
+                continue
+            v = getattr(st, name)
+            if name.startswith("lane_"):
+                v = list(v)[:nl]
+            elif name in ("ufi_size", "ufi"):
+                v = list(v)
+            elif name == "region":
+                v = [{f: getattr(r, f) for f, _ in _lib.RegionStats._fields_}
+                     for r in list(v)[:min(st.nregions, _lib.STATS_REGIONS)]]
+            out[name] = v
+        out["backing_name"] = _lib.BACKING_NAMES.get(st.backing, str(st.backing))
+        return out
+
+    def free_slots(self, copy=False):
+        """Sorted free page ids (uint64 numpy array).
+
+        copy=False returns a read-only view of the library's cached array,
+        without copying. It shows the state of this call and stays readable
+        (not updated) after later changes; it must be dropped before the
+        next free_slots() call, which may replace the cache (that call raises
+        ValueError while an earlier view is alive). copy=True returns a copy
+        that is the caller's to keep."""
+        ptr = self._live()
+        keeper = self._slots_keeper() if self._slots_keeper is not None else None
+        if keeper is not None:
+            raise ValueError("an earlier zero-copy free_slots() view is still alive: "
+                             "drop it (and arrays derived from it) first, or use copy=True")
+        slots = ctypes.POINTER(ctypes.c_uint64)()
+        n = ctypes.c_uint64()
+        err = lib.hkv_free_slots(ptr, ctypes.byref(slots), ctypes.byref(n))
+        if err:
+            raise error(err, "hkv_free_slots")
+        if n.value == 0:
+            return np.zeros(0, dtype=np.uint64)
+        addr = ctypes.cast(slots, ctypes.c_void_p).value
+        mem = _Mem(self._h, addr, n.value * 8, writable=False)
+        view = np.asarray(mem).view(np.uint64)
+        if copy:
+            return view.copy()
+        self._slots_keeper = weakref.ref(mem)
+        return view
+
+    # --- residency ------------------------------------------------------
+
+    def unit_add(self, unit, extents):
+        """Make allocated pages (in unit page order) the cache unit ``unit``."""
+        ptr = self._live()
+        unit = _index(unit, "unit id")
+        a = as_extents(extents)
+        if a.shape[0] == 0:
+            raise ValueError("unit_add needs at least one extent")
+        err = lib.hkv_unit_add(ptr, unit, a.tobytes(), a.shape[0])
+        if err:
+            raise error(err, f"unit_add({unit}, {a.shape[0]} extent(s))")
+
+    def _unit_call(self, fn, name, unit, *args):
+        ptr = self._live()
+        unit = _index(unit, "unit id")
+        err = fn(ptr, unit, *args)
+        if err:
+            raise error(err, f"{name}({unit}{''.join(', ' + str(a) for a in args)})")
+
+    def unit_touch(self, unit):
+        """Mark the unit most recently used."""
+        self._unit_call(lib.hkv_unit_touch, "unit_touch", unit)
+
+    def unit_pin(self, unit):
+        """Take a pin: the unit is not evicted, removed or freed until unpinned."""
+        self._unit_call(lib.hkv_unit_pin, "unit_pin", unit)
+
+    def unit_unpin(self, unit):
+        """Drop a pin."""
+        self._unit_call(lib.hkv_unit_unpin, "unit_unpin", unit)
+
+    def unit_split(self, unit, at_page, new_unit):
+        """The first at_page pages stay in unit, the rest become new_unit."""
+        self._unit_call(lib.hkv_unit_split, "unit_split", unit,
+                        _index(at_page, "at_page", 1), _index(new_unit, "new unit id"))
+
+    def unit_remove(self, unit, free=True):
+        """Release the unit; free=True frees its pages as well."""
+        self._unit_call(lib.hkv_unit_remove, "unit_remove", unit,
+                        _lib.UNIT_FREE if free else 0)
+
+    def on_evict(self, callback):
+        """callback(unit_id, extents) for each evicted unit (None: no callback).
+
+        It runs on the evicting thread, after the unit left the LRU and before
+        its pages are freed, and must not call into this pool (such calls
+        raise Error(EDEADLK)). An exception it raises does not stop the
+        eviction: the evict() or alloc(evict=True) call that ran it completes
+        and then raises CallbackError, carrying its result and the errors."""
+        ptr = self._live()
+        if callback is not None and not callable(callback):
+            raise TypeError("on_evict needs a callable or None")
+        if callback is None:
+            lib.hkv_set_evict_fn(ptr, _lib.EVICT_FN(), None)
+            self._h.evict_cb = None
+            return
+
+        wself = weakref.ref(self)      # the C pool must not keep the Pool alive
+
+        def trampoline(_ctx, unit, ext, n):
+            self = wself()
+            if self is None:
+                return
+            ext_arr = np.ctypeslib.as_array(ext, shape=(n,)).view(np.uint64) \
+                .reshape(n, 2).astype(np.int64) if n else _EMPTY.copy()
+            self._cb_thread = threading.get_ident()
+            try:
+                callback(unit, ext_arr)
+            except BaseException as e:      # noqa: B036 - reported to the caller
+                self._evict_errors.append(e)
+            finally:
+                self._cb_thread = None
+
+        cb = _lib.EVICT_FN(trampoline)
+        lib.hkv_set_evict_fn(ptr, cb, None)
+        self._h.evict_cb = cb     # lives as long as the C pool
+
+    def evict(self, target_free):
+        """Evict cold unpinned units until target_free pages are free: pages freed."""
+        ptr = self._live()
+        target_free = _index(target_free, "target_free")
+        self._evict_errors = []
+        n = lib.hkv_evict(ptr, target_free)
+        if n < 0:
+            raise error(n, f"evict({target_free})")
+        if self._evict_errors:
+            self._raise_cb(n)
+        return n
+
+    def _raise_cb(self, result):
+        errs, self._evict_errors = self._evict_errors, []
+        raise CallbackError(f"the eviction callback raised {len(errs)} time(s), first: "
+                            f"{errs[0]!r}", result, errs) from errs[0]
+
+    # --- memory ---------------------------------------------------------
+
+    def _need_memory(self):
+        self._live()
+        if not self.page_bytes:
+            raise ValueError("an index-only pool (page_bytes=0) has no memory to view")
+        if self._base is None:
+            raise Error(errno.ENOTSUP, "the pool's pages are not one contiguous range")
+
+    def page_ptr(self, page):
+        """Address of a page."""
+        self._need_memory()
+        page = _index(page, "page", 0, self.npages - 1)
+        return self._base + page * self.page_bytes
+
+    def page_view(self, page):
+        """A writable memoryview of one page (keeps the memory mapped)."""
+        addr = self.page_ptr(page)
+        return memoryview(np.asarray(_Mem(self._h, addr, self.page_bytes)))
+
+    def as_array(self, dtype=None, shape=None):
+        """A numpy view of all pages: default uint8 (npages, page_bytes); with
+        dtype, (npages, page_bytes // itemsize); shape must cover exactly the
+        pool's npages * page_bytes bytes."""
+        self._need_memory()
+        dt = np.dtype(np.uint8 if dtype is None else dtype)
+        total = self.npages * self.page_bytes
+        if shape is None:
+            if self.page_bytes % dt.itemsize:
+                raise ValueError(f"page_bytes {self.page_bytes} is not a multiple of "
+                                 f"{dt}'s {dt.itemsize} bytes")
+            shape = (self.npages, self.page_bytes // dt.itemsize)
+        shape = tuple(_index(s, "shape entry", 0) for s in shape)
+        if int(np.prod(shape, dtype=object)) * dt.itemsize != total:
+            raise ValueError(f"shape {shape} of {dt} covers "
+                             f"{int(np.prod(shape, dtype=object)) * dt.itemsize} bytes, "
+                             f"the pool holds {total}")
+        return np.asarray(_Mem(self._h, self._base, total)).view(dt).reshape(shape)
+
+    def as_tensor(self, dtype, shape=None):
+        """A torch tensor view of all pages (any torch dtype, bfloat16 too)."""
+        import torch
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype, got {dtype!r}")
+        size = torch.empty(0, dtype=dtype).element_size()
+        ints = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+        if size not in ints:
+            raise ValueError(f"unsupported element size {size} of {dtype}")
+        arr = self.as_array(ints[size], shape)
+        t = torch.from_numpy(arr)
+        return t if t.dtype == dtype else t.view(dtype)
+
+    def regions(self):
+        """The memory regions (for cudaHostRegister, NIXL, UCX): a list of
+        dicts with the fields of struct hkv_region (base as an int)."""
+        ptr = self._live()
+        n = lib.hkv_regions(ptr, None, 0)
+        if n < 0:
+            raise error(n, "hkv_regions")
+        if n == 0:
+            return []
+        arr = (_lib.Region * n)()
+        n = lib.hkv_regions(ptr, ctypes.cast(arr, ctypes.c_void_p), n)
+        return [{f: (getattr(r, f) or 0) if f == "base" else getattr(r, f)
+                 for f, _ in _lib.Region._fields_} for r in arr[:n]]
+
+    def _region_cuts(self):
+        """First pages of regions 1.., where memory runs must be split."""
+        return np.array([r["first_page"] for r in self.regions()[1:]], dtype=np.int64)
+
+    def descriptors(self, extents, plane_bytes=None):
+        """(address, bytes) int64 rows for a transfer of the extents' pages.
+
+        plane_bytes=None: one row per run contiguous in memory, extents that
+        touch merged (split where a memory region ends, as each region is
+        registered on its own). plane_bytes=P (a divisor of page_bytes): each
+        page is page_bytes // P planes (for example one per layer); a row per
+        page and plane, in page order then plane order."""
+        self._need_memory()
+        a = as_extents(extents)
+        if a.shape[0] == 0:
+            return _EMPTY.copy()
+        if (a[:, 1] <= 0).any() or (a[:, 0] < 0).any() or \
+                (a[:, 0] + a[:, 1] > self.npages).any():
+            raise ValueError(f"extents must be non-empty and inside the pool's {self.npages} pages")
+        pb = self.page_bytes
+        if plane_bytes is not None:
+            plane_bytes = _index(plane_bytes, "plane_bytes", 1)
+            if pb % plane_bytes:
+                raise ValueError(f"plane_bytes {plane_bytes} does not divide page_bytes {pb}")
+            from .tokens import extents_to_pages
+            pages = extents_to_pages(a)
+            planes = pb // plane_bytes
+            addr = (self._base + pages[:, None] * pb +
+                    np.arange(planes, dtype=np.int64)[None, :] * plane_bytes).reshape(-1)
+            return np.stack([addr, np.full_like(addr, plane_bytes)], axis=1)
+        starts, lens = a[:, 0], a[:, 1]
+        cuts = self._region_cuts()
+        if cuts.size:
+            starts, lens = _split_at(starts, lens, cuts)
+        # merge where one run ends exactly where the next begins (and no cut)
+        ends = starts + lens
+        join = np.zeros(starts.shape[0], dtype=bool)
+        join[1:] = starts[1:] == ends[:-1]
+        if cuts.size:
+            join[1:] &= ~np.isin(starts[1:], cuts)
+        head = np.flatnonzero(~join)
+        run_start = starts[head]
+        run_len = np.add.reduceat(lens, head)
+        return np.stack([self._base + run_start * pb, run_len * pb], axis=1)
+
+    def page_buffer_meta(self, extents, plane_bytes=None):
+        """(ptr_list, size_list) as Python lists, one entry per page (or per
+        page and plane): the shape SGLang's get_page_buffer_meta returns."""
+        d = self.descriptors(extents, plane_bytes if plane_bytes is not None else self.page_bytes)
+        return d[:, 0].tolist(), d[:, 1].tolist()
+
+    def buffer_lists(self, extents):
+        """(ptr_list, size_list) of the merged descriptors, for batch transfer
+        APIs such as Mooncake's batch_put_from / batch_get_into."""
+        d = self.descriptors(extents)
+        return d[:, 0].tolist(), d[:, 1].tolist()
+
+
+def _split_at(starts, lens, cuts):
+    """Split extents at the page numbers in cuts (sorted)."""
+    out_s, out_l = [], []
+    for s, n in zip(starts.tolist(), lens.tolist()):
+        e = s + n
+        i = int(np.searchsorted(cuts, s, side="right"))
+        while i < cuts.size and cuts[i] < e:
+            c = int(cuts[i])
+            out_s.append(s)
+            out_l.append(c - s)
+            s = c
+            i += 1
+        out_s.append(s)
+        out_l.append(e - s)
+    return np.array(out_s, dtype=np.int64), np.array(out_l, dtype=np.int64)
