@@ -58,6 +58,9 @@ extern "C" {
 #define HKV_REGION_THP		(1u << 0)	/* THP-backed (4 KiB + khugepaged) */
 #define HKV_REGION_FALLBACK	(1u << 1)	/* backing below what was asked */
 #define HKV_REGION_MISPLACED	(1u << 2)	/* some pages not on the node */
+#define HKV_REGION_ROUND_UP	(1u << 3)	/* AUTO skipped a larger page size:
+						 * rounding up to it would waste
+						 * more than 1/8 of the segment */
 
 struct hkv_pool;
 
@@ -258,6 +261,40 @@ struct hkv_plan_node {
 	int fallback_errno;
 };
 
+#define HKV_PLAN_PARTS		64	/* parts reported in hkv_plan */
+
+/**
+ * struct hkv_plan_part - one run of one page size inside a node segment
+ * @node: NUMA node of the segment the part belongs to
+ * @backing: HKV_BACKING_* of the part
+ * @hugepage_bytes: its page size (4096 for THP and 4 KiB pages)
+ * @bytes: bytes it maps, a multiple of its page size (of 2 MiB for THP)
+ * @first_page: first KV page that starts in it
+ * @npages: KV pages that start in it (a KV page may span two parts: the
+ *	virtual range is contiguous)
+ * @hugepages: hugetlb pages of @hugepage_bytes it takes (0 for THP, 4 KiB)
+ * @node_free: free hugepages of @hugepage_bytes on the node now (0 for THP,
+ *	4 KiB)
+ * @shortfall: hugepages of a larger size that were missing for bytes now
+ *	in this part (reserve that many more of @wanted_bytes to get them)
+ * @wanted_bytes: page size these bytes would get with every size plentiful
+ * @flags: HKV_REGION_FALLBACK (bytes here wanted a larger page size that is
+ *	short or not offered), HKV_REGION_ROUND_UP (AUTO's size rule chose
+ *	smaller pages)
+ * @fallback_errno: why the larger size was not used: -ENOMEM (too few
+ *	free), -EOPNOTSUPP (not offered); 0 when not a fallback
+ *
+ * Parts of a segment come in address order, largest page size first, so
+ * each part starts aligned to its page size.
+ */
+struct hkv_plan_part {
+	int node, backing;
+	uint64_t hugepage_bytes, bytes, first_page, npages;
+	uint64_t hugepages, node_free, shortfall, wanted_bytes;
+	unsigned flags;
+	int fallback_errno;
+};
+
 /**
  * struct hkv_plan - dry run of a pool's arena (hkv_pool_plan())
  * @sz: sizeof(struct hkv_plan), set by the caller
@@ -275,7 +312,20 @@ struct hkv_plan_node {
  *	"madvise", "never"; "" when the kernel has no THP)
  * @fallbacks: segments that would not get @backing_wanted
  * @nnodes: segments (entries of @node written, at most HKV_PLAN_NODES)
- * @node: one entry per node segment
+ * @node: one entry per node segment; its backing fields describe the
+ *	smallest page size the segment uses, @part has each run
+ * @nparts: entries of @part written
+ * @part: every run of one page size, in address order (hkv_regions() of
+ *	the created pool has one region per part)
+ *
+ * Page sizes (AUTO): each segment takes as many 1 GiB pages as are free,
+ * then 2 MiB pages, then THP, then 4 KiB pages, in that address order. A
+ * page size is used for the rest of a segment only if rounding that rest up
+ * to it wastes at most 1/8 of the segment; otherwise it takes only the
+ * whole pages that fit and the rest goes to the next size (a 16 MiB pool
+ * maps 2 MiB pages, not a 1 GiB page). An explicit backing is used for the
+ * whole segment as asked; without HKV_POOL_STRICT what its pool lacks
+ * continues on the next sizes, with STRICT it is -ENOMEM.
  */
 struct hkv_plan {
 	size_t sz;
@@ -285,6 +335,9 @@ struct hkv_plan {
 	char thp_mode[16];
 	unsigned fallbacks, nnodes;
 	struct hkv_plan_node node[HKV_PLAN_NODES];
+	/* added in 0.2 */
+	unsigned nparts;
+	struct hkv_plan_part part[HKV_PLAN_PARTS];
 };
 
 /**

@@ -201,35 +201,41 @@ static int settle_alone(struct hkv_arena *a, struct arena_seg *s)
 
 /* phase 1: map and bind, stepping down where even that fails */
 static int place_segment(struct hkv_arena *a, struct arena_seg *s,
-			 const struct hkv_plan_node *pn)
+			 const struct hkv_plan_part *pp)
 {
-	int b, next, err;
+	int err;
 
-	/* the plan already stepped down: report each step and why */
-	for (b = pn->wanted_backing; b != pn->backing && b >= 0; b = next) {
-		next = plan_next_backing(&a->opts, b);
-		err = plan_fits(&a->topo, s->tn, b, s->bytes, 0);
-		report_fallback(a, s, b, next, err ? err : pn->fallback_errno);
-	}
-	s->backing = pn->backing;
+	/* the plan put these bytes below the size they wanted: say why once */
+	if (pp->flags & HKV_REGION_FALLBACK)
+		report_fallback(a, s, s->wanted, pp->backing, pp->fallback_errno);
+	s->flags |= pp->flags & HKV_REGION_ROUND_UP;
+	s->backing = pp->backing;
 	while ((err = map_bind(a, s, s->backing)))
 		if ((err = step_down(a, s, err)))
 			return err;
 	return 0;
 }
 
-static void seg_init(struct hkv_arena *a, struct arena_seg *s, const struct hkv_plan_node *pn,
+/* the backing whose page size is pgsz (hugetlb sizes; else 4 KiB pages) */
+static int backing_of(uint64_t pgsz)
+{
+	return pgsz == HKV_PGSZ_1G ? HKV_BACKING_HUGE_1G :
+	       pgsz == HKV_PGSZ_2M ? HKV_BACKING_HUGE_2M : HKV_BACKING_SMALL;
+}
+
+static void seg_init(struct hkv_arena *a, struct arena_seg *s, const struct hkv_plan_part *pp,
 		     char *base)
 {
 	s->base = base;
-	s->bytes = pn->bytes;
-	s->first_page = pn->first_page;
-	s->npages = pn->npages;
-	s->node = pn->node;
+	s->bytes = pp->bytes;
+	s->first_page = pp->first_page;
+	s->npages = pp->npages;
+	s->node = pp->node;
 	s->verified_node = -1;
-	s->tn = topo_find(&a->topo, pn->node);
-	s->wanted = pn->wanted_backing;
-	s->wanted_pgsz = pn->wanted_bytes;
+	s->tn = topo_find(&a->topo, pp->node);
+	s->wanted_pgsz = pp->wanted_bytes;
+	s->wanted = pp->wanted_bytes == backing_pgsz(pp->backing) ? pp->backing :
+		    backing_of(pp->wanted_bytes);
 	s->t0 = os->now_ns();
 }
 
@@ -273,18 +279,18 @@ static int arena_plan(struct hkv_arena *a, struct hkv_plan *p)
  */
 static int map_all(struct hkv_arena *a, const struct hkv_plan *p)
 {
-	struct arena_seg *segs[HKV_MAX_NODES];
-	int errs[HKV_MAX_NODES] = { 0 };
+	struct arena_seg *segs[HKV_ARENA_SEGS];
+	int errs[HKV_ARENA_SEGS] = { 0 };
 	uint64_t off = 0, t0;
 	unsigned i;
 	int err;
 
-	for (i = 0; i < p->nnodes; i++) {
+	for (i = 0; i < p->nparts; i++) {
 		segs[i] = &a->seg[i];
-		seg_init(a, segs[i], &p->node[i], a->base + off);
+		seg_init(a, segs[i], &p->part[i], a->base + off);
 		off += segs[i]->bytes;
 		a->nseg = i + 1;
-		err = place_segment(a, segs[i], &p->node[i]);
+		err = place_segment(a, segs[i], &p->part[i]);
 		if (err)
 			return err;
 	}
@@ -309,14 +315,14 @@ static int map_all(struct hkv_arena *a, const struct hkv_plan *p)
 	return 0;
 }
 
+/* the arena's alignment: its largest part's (parts start aligned after it) */
 static uint64_t plan_granule(const struct hkv_plan *p)
 {
 	uint64_t g = HKV_PGSZ_4K;
 	unsigned i;
 
-	for (i = 0; i < p->nnodes; i++)
-		g = HKV_MAX(g, p->node[i].backing == HKV_BACKING_THP ? HKV_PGSZ_2M :
-				  p->node[i].hugepage_bytes);
+	for (i = 0; i < p->nparts; i++)
+		g = HKV_MAX(g, backing_align(p->part[i].backing));
 	return g;
 }
 

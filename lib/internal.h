@@ -52,6 +52,12 @@ int env_log_level(void);
 int env_parse_backing(const char *s, int *out);
 int env_parse_uint(const char *s, unsigned long max, unsigned long *out);
 
+/* ---- opts.c: the one option check (create and plan) ------------------- */
+#define HKV_MAX_LANES		65536	/* more is -E2BIG */
+#define HKV_MAX_EVICT_WINDOW	1024
+/* the caller's options checked, defaults and HUGEKV_* applied; 0 or -errno */
+int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
+
 /* ---- extent.c: free-extent index of one lane ----------------------------
  *
  * Free extents of a page space [base, base + npages). Exact size bins for
@@ -334,14 +340,26 @@ uint64_t backing_pgsz(int backing);
 /* fill plan from effective opts and a topology; 0 or -ENOMEM (strict short)
  * or -EINVAL (bad node) */
 int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p);
-/* opts as hkv_pool_create() applies them (HUGEKV_* env); 0 or -EINVAL */
-int plan_effective_opts(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
+uint64_t backing_align(int backing);	/* THP: 2 MiB, else the page size */
 /* next backing to try after b under the policy of o, or -1 */
 int plan_next_backing(const struct hkv_pool_opts *o, int b);
-/* can backing b be tried on node n for bytes, planned hugepages of its size
- * already taken by other segments; 0 or -EOPNOTSUPP/-ENOMEM */
-int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t bytes,
-	      uint64_t planned);
+
+/* ---- plan_seg.c: the page sizes of one node segment ------------------- */
+#define HKV_SEG_PARTS	4	/* one part per page size at most */
+#define HKV_ARENA_SEGS	HKV_PLAN_PARTS
+
+struct seg_req {
+	const struct hkv_pool_opts *o;	/* effective */
+	const struct topo *t;
+	const struct topo_node *n;	/* the segment's node */
+	uint64_t raw;			/* bytes the segment must hold */
+	uint64_t cap;			/* largest alignment allowed, 0 = any */
+	bool exact;			/* inner segment: fill raw, never round up */
+	bool plentiful;			/* every size offered and free ("wanted") */
+	uint64_t *planned;		/* hugepages per backing taken so far */
+};
+int plan_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned *nparts,
+		 int *why);
 
 /* ---- arena.c / prefault.c / arena_verify.c ----------------------------- */
 struct arena_seg {
@@ -366,7 +384,7 @@ struct hkv_arena {
 	unsigned nseg, fallbacks;
 	uint64_t prefault_ns;
 	uint64_t t0;			/* creation started (probes' ns) */
-	struct arena_seg seg[HKV_MAX_NODES];
+	struct arena_seg seg[HKV_ARENA_SEGS];	/* one per plan part */
 };
 
 /* prefault n mapped segments at once, each with threads pinned to its node;

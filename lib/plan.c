@@ -35,8 +35,8 @@ uint64_t backing_pgsz(int backing)
 	}
 }
 
-/* alignment and size granule of a segment: THP wants 2 MiB-aligned ranges */
-static uint64_t backing_align(int backing)
+/* alignment and size granule of a part: THP wants 2 MiB-aligned ranges */
+uint64_t backing_align(int backing)
 {
 	return backing == HKV_BACKING_THP ? HKV_PGSZ_2M : backing_pgsz(backing);
 }
@@ -66,120 +66,125 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-/**
- * plan_fits() - can a backing be tried for a segment on a node
- * @t: topology
- * @n: the node
- * @b: HKV_BACKING_*
- * @bytes: segment bytes (a multiple of the backing's page size)
- * @planned: hugepages of this size that earlier segments of the same arena
- *	take from the global pool
- *
- * Hugetlb: the size must exist, and both the node's free pages and the
- * global unreserved pages must cover the segment (reservations are global,
- * placement is per node). THP: the kernel must offer it and not be "never".
- *
- * Return: 0, -EOPNOTSUPP (not offered) or -ENOMEM (shortfall).
- */
-int plan_fits(const struct topo *t, const struct topo_node *n, int b, uint64_t bytes,
-	      uint64_t planned)
-{
-	const struct topo_pool *np, *gp;
-	uint64_t need, gfree;
-
-	if (b == HKV_BACKING_THP)
-		return !t->thp_mode[0] || !strcmp(t->thp_mode, "never") ? -EOPNOTSUPP : 0;
-	if (b != HKV_BACKING_HUGE_1G && b != HKV_BACKING_HUGE_2M)
-		return 0;
-	np = topo_pool(n, backing_pgsz(b));
-	gp = topo_glob(t, backing_pgsz(b));
-	if (!np->present && !gp->present)
-		return -EOPNOTSUPP;
-	need = bytes / backing_pgsz(b);
-	gfree = gp->free > gp->resv ? gp->free - gp->resv : 0;
-	if (np->free < need || gfree < planned + need)
-		return -ENOMEM;
-	return 0;
-}
-
-/* pick the first backing that fits; records why the wanted one did not */
-static int choose(const struct hkv_pool_opts *o, const struct topo *t,
-		  const struct topo_node *n, uint64_t raw, struct hkv_plan_node *pn,
-		  uint64_t *planned)
-{
-	int b = pn->wanted_backing, err;
-
-	for (;;) {
-		err = plan_fits(t, n, b, round_up(raw, backing_align(b)), planned[b]);
-		if (!err)
-			break;
-		if (!pn->fallback_errno)
-			pn->fallback_errno = err;
-		b = plan_next_backing(o, b);
-		if (b < 0) {
-			pn->backing = pn->wanted_backing;
-			return -ENOMEM;
-		}
-	}
-	pn->backing = b;
-	planned[b] += round_up(raw, backing_align(b)) / backing_pgsz(b);
-	return 0;
-}
-
-/* page counts of the wanted size: what an operator must reserve */
-static void fill_wanted(const struct topo_node *n, struct hkv_plan_node *pn)
-{
-	const struct topo_pool *tp = topo_pool(n, pn->wanted_bytes);
-
-	pn->hugepage_bytes = backing_pgsz(pn->backing);
-	if (pn->backing == HKV_BACKING_HUGE_1G || pn->backing == HKV_BACKING_HUGE_2M)
-		pn->hugepages_needed = pn->bytes / pn->hugepage_bytes;
-	if (!tp)
-		return;		/* THP/4K wanted: nothing to reserve */
-	pn->wanted_needed = (pn->bytes + pn->wanted_bytes - 1) / pn->wanted_bytes;
-	pn->wanted_free = tp->free;
-	pn->wanted_total = tp->total;
-	pn->shortfall = pn->wanted_needed > tp->free ? pn->wanted_needed - tp->free : 0;
-	pn->reserve_total = tp->total + pn->shortfall;
-}
-
-/* segment boundaries on the granule, KV pages that start in each */
-static void lay_out(const struct hkv_pool_opts *o, struct hkv_plan *p, uint64_t gran)
-{
-	uint64_t pb = o->page_bytes, b0, b1;
-	unsigned i, k = 0;
-
-	p->arena_bytes = round_up(p->kv_bytes, gran);
-	for (i = 0; i < p->nnodes; i++) {
-		struct hkv_plan_node *pn = &p->node[i];
-
-		b0 = i ? round_up(pn->first_page * pb, gran) : 0;
-		b1 = i + 1 < p->nnodes ? round_up(p->node[i + 1].first_page * pb, gran) :
-					 p->arena_bytes;
-		if (b1 <= b0)
-			continue;	/* a small pool fits in fewer segments */
-		pn->bytes = b1 - b0;
-		pn->first_page = (b0 + pb - 1) / pb;
-		pn->npages = HKV_MIN(o->npages, (b1 + pb - 1) / pb) - pn->first_page;
-		p->node[k++] = *pn;
-	}
-	p->nnodes = k;
-}
-
 /* first page of part i of n, as pool.c splits lanes (first parts +1) */
 static uint64_t lane_first(uint64_t npages, unsigned n, unsigned i)
 {
 	return npages / n * i + HKV_MIN(i, npages % n);
 }
 
+static const struct topo_node *seg_node(const struct topo *t, const struct topo_node *only,
+					unsigned i)
+{
+	return only ? only : &t->node[i];
+}
+
+/* the segment summary: what an operator reads first (hkvctl plan) */
+static void fill_node(const struct topo_node *n, struct hkv_plan_node *pn,
+		      const struct hkv_plan_part *part, unsigned np,
+		      const struct hkv_plan_part *ideal, int why)
+{
+	const struct topo_pool *tp;
+	unsigned i;
+
+	pn->node = n->node;
+	pn->ncpus = n->ncpus;
+	pn->wanted_backing = ideal->backing;
+	pn->wanted_bytes = backing_pgsz(ideal->backing);
+	pn->fallback_errno = why;
+	pn->backing = np ? part[0].backing : ideal->backing;
+	for (i = 0; i < np; i++) {
+		pn->bytes += part[i].bytes;
+		pn->backing = HKV_MAX(pn->backing, part[i].backing);
+	}
+	pn->hugepage_bytes = backing_pgsz(pn->backing);
+	for (i = 0; i < np; i++)
+		if (part[i].backing == pn->backing)
+			pn->hugepages_needed = part[i].hugepages;
+	tp = topo_pool(n, pn->wanted_bytes);
+	if (!tp)
+		return;		/* THP/4K wanted: nothing to reserve */
+	pn->wanted_needed = ideal->hugepages;
+	pn->wanted_free = tp->free;
+	pn->wanted_total = tp->total;
+	pn->shortfall = pn->wanted_needed > tp->free ? pn->wanted_needed - tp->free : 0;
+	pn->reserve_total = tp->total + pn->shortfall;
+}
+
+/*
+ * Plan the segments over byte bounds b[0..nseg] (segment i holds
+ * [b[i], b[i+1]); the last one ends at the KV bytes and may round up).
+ * Returns 0 or -ENOMEM (a strict segment short); -E2BIG if parts overflow.
+ */
+static int plan_bounds(const struct hkv_pool_opts *o, const struct topo *t,
+		       const struct topo_node *only, const uint64_t *b, unsigned nseg,
+		       uint64_t cap, struct hkv_plan *p)
+{
+	uint64_t planned[HKV_BACKING_NONE + 1] = { 0 }, scratch[HKV_BACKING_NONE + 1];
+	uint64_t off = 0, pb = o->page_bytes;
+	unsigned i, k;
+	int ret = 0;
+
+	p->nnodes = p->nparts = 0;
+	for (i = 0; i < nseg; i++) {
+		struct hkv_plan_part ideal[HKV_SEG_PARTS], *part = &p->part[p->nparts];
+		struct seg_req rq = {
+			.o = o, .t = t, .n = seg_node(t, only, i), .raw = b[i + 1] - b[i],
+			.cap = cap, .exact = b[i + 1] < p->kv_bytes, .planned = planned,
+		};
+		struct hkv_plan_node *pn = &p->node[p->nnodes];
+		unsigned np, ni;
+		int why, iwhy;
+
+		if (b[i + 1] <= b[i])
+			continue;	/* a small pool fits in fewer segments */
+		if (p->nparts + HKV_SEG_PARTS > HKV_PLAN_PARTS)
+			return -E2BIG;
+		if (plan_segment(&rq, part, &np, &why))
+			ret = -ENOMEM;
+		memcpy(scratch, planned, sizeof(scratch));
+		rq.plentiful = true;
+		rq.planned = scratch;
+		plan_segment(&rq, ideal, &ni, &iwhy);
+		memset(pn, 0, sizeof(*pn));
+		fill_node(rq.n, pn, part, np, ideal, why);
+		pn->first_page = (off + pb - 1) / pb;
+		for (k = 0; k < np; k++) {
+			part[k].first_page = (off + pb - 1) / pb;
+			off += part[k].bytes;
+			part[k].npages = HKV_MIN(o->npages, (off + pb - 1) / pb) - part[k].first_page;
+		}
+		if (!np)
+			off += pn->bytes = round_up(rq.raw, backing_align(pn->backing));
+		pn->npages = HKV_MIN(o->npages, (off + pb - 1) / pb) - pn->first_page;
+		p->nparts += np;
+		p->nnodes++;
+	}
+	p->arena_bytes = off;
+	return ret;
+}
+
+/* the alignment the arena's segment starts need: the largest first part */
+static uint64_t plan_granule_of(const struct hkv_plan *p)
+{
+	uint64_t g = HKV_PGSZ_4K;
+	unsigned i;
+
+	for (i = 0; i < p->nparts; i++)
+		g = HKV_MAX(g, backing_align(p->part[i].backing));
+	return g;
+}
+
 /**
- * plan_arena() - lay out an arena and choose each segment's backing
+ * plan_arena() - lay out an arena and choose each segment's page sizes
  * @o: effective options (env applied), page_bytes > 0
  * @t: topology
  * @p: receives the plan (all of struct hkv_plan)
  *
  * numa_node >= 0 gives one segment on that node; -1 one segment per memory
  * node, KV pages split evenly (so lane i of nnodes lanes is node-local).
+ * With several segments, the page sizes are chosen on each node's share,
+ * then the boundaries are moved to the largest alignment any of them needs
+ * and the parts chosen again on the final bounds (inner segments exactly).
  *
  * Return: 0, -EINVAL (no such node, size overflow), or -ENOMEM when a
  * strict pool's backing does not fit (the plan still says where and why).
@@ -187,9 +192,9 @@ static uint64_t lane_first(uint64_t npages, unsigned n, unsigned i)
 int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p)
 {
 	const struct topo_node *only = NULL;
-	uint64_t gran = HKV_PGSZ_4K, planned[HKV_BACKING_NONE + 1] = { 0 };
-	unsigned i;
-	int ret = 0;
+	uint64_t b[HKV_PLAN_NODES + 1], gran;
+	unsigned i, nseg;
+	int ret;
 
 	memset(p, 0, sizeof(*p));
 	p->sz = sizeof(*p);
@@ -199,7 +204,7 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 	p->prefault_threads = o->prefault_threads;
 	p->memlock_limit = t->memlock;
 	memcpy(p->thp_mode, t->thp_mode, sizeof(p->thp_mode));
-	if (o->page_bytes && o->npages > UINT64_MAX / 2 / o->page_bytes)
+	if (!o->page_bytes || o->npages > UINT64_MAX / 2 / o->page_bytes)
 		return -EINVAL;
 	p->kv_bytes = o->npages * o->page_bytes;
 	if (o->numa_node >= 0) {
@@ -210,72 +215,24 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 			return -EINVAL;
 		}
 	}
-	p->nnodes = only ? 1 : t->nnodes;
-	for (i = 0; i < p->nnodes; i++) {
-		struct hkv_plan_node *pn = &p->node[i];
-		const struct topo_node *n = only ? only : &t->node[i];
-		uint64_t first = lane_first(o->npages, p->nnodes, i);
-		uint64_t next = lane_first(o->npages, p->nnodes, i + 1);
-
-		pn->node = n->node;
-		pn->ncpus = n->ncpus;
-		pn->first_page = first;
-		pn->wanted_backing = o->backing == HKV_BACKING_AUTO ? HKV_BACKING_HUGE_1G : o->backing;
-		pn->wanted_bytes = backing_pgsz(pn->wanted_backing);
-		if (choose(o, t, n, (next - first) * o->page_bytes, pn, planned))
-			ret = -ENOMEM;
-		gran = HKV_MAX(gran, backing_align(pn->backing));
+	nseg = only ? 1 : t->nnodes;
+	for (i = 0; i <= nseg; i++)
+		b[i] = lane_first(o->npages, nseg, i) * o->page_bytes;
+	ret = plan_bounds(o, t, only, b, nseg, 0, p);
+	if (nseg > 1 && ret != -E2BIG) {
+		gran = plan_granule_of(p);
+		for (i = 1; i < nseg; i++)
+			b[i] = HKV_MIN(round_up(b[i], gran), p->kv_bytes);
+		ret = plan_bounds(o, t, only, b, nseg, gran, p);
 	}
-	lay_out(o, p, gran);
+	if (ret == -E2BIG)
+		return -EINVAL;
 	p->round_up_bytes = p->arena_bytes - p->kv_bytes;
 	for (i = 0; i < p->nnodes; i++) {
-		struct hkv_plan_node *pn = &p->node[i];
-
-		fill_wanted(only ? only : topo_find(t, pn->node), pn);
-		p->backing = HKV_MAX(p->backing, pn->backing);
-		p->fallbacks += pn->backing != pn->wanted_backing;
+		p->backing = HKV_MAX(p->backing, p->node[i].backing);
+		p->fallbacks += p->node[i].fallback_errno != 0;
 	}
 	return ret;
-}
-
-/**
- * plan_effective_opts() - options as hkv_pool_create() applies them
- * @in: the caller's options (@in->sz checked)
- * @out: receives the full struct, defaults and HUGEKV_* applied
- *
- * Return: 0, or -EINVAL for a bad size, page count, backing or node.
- */
-int plan_effective_opts(const struct hkv_pool_opts *in, struct hkv_pool_opts *out)
-{
-	const struct hkv_env *env = env_get();
-
-	if (!in || in->sz < HKV_OPTS_SZ0)
-		return -EINVAL;
-	memset(out, 0, sizeof(*out));
-	memcpy(out, in, HKV_MIN(in->sz, sizeof(*out)));
-	out->sz = sizeof(*out);
-	if (!out->nlanes)
-		out->nlanes = 1;
-	if (!out->page_bytes)
-		out->backing = HKV_BACKING_NONE;
-	/* the same overrides as pool.c applies, in the same cases */
-	if (out->page_bytes && env->backing >= 0 && env->backing != HKV_BACKING_NONE)
-		out->backing = env->backing;
-	if (out->page_bytes && env->node >= -1)
-		out->numa_node = env->node;
-	if (out->page_bytes && env->prefault_threads > 0)
-		out->prefault_threads = (unsigned)env->prefault_threads;
-	if (out->page_bytes && env->strict == 1)
-		out->flags |= HKV_POOL_STRICT;
-	else if (out->page_bytes && env->strict == 0)
-		out->flags &= ~HKV_POOL_STRICT;
-	if (!out->npages || out->numa_node < -1 || out->backing < HKV_BACKING_AUTO ||
-	    out->backing > HKV_BACKING_NONE || out->nlanes > out->npages ||
-	    (out->flags & ~(HKV_POOL_STRICT | HKV_POOL_NO_PREFAULT)))
-		return -EINVAL;
-	if (out->page_bytes && out->backing == HKV_BACKING_NONE)
-		return -EINVAL;
-	return 0;
 }
 
 /**
@@ -296,7 +253,7 @@ int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *plan)
 
 	if (!plan || plan->sz < offsetof(struct hkv_plan, node))
 		return -EINVAL;
-	ret = plan_effective_opts(opts, &o);
+	ret = opts_effective(opts, &o);
 	if (ret)
 		return ret;
 	full = calloc(1, sizeof(*full));

@@ -8,54 +8,6 @@
 
 static uint64_t pool_ids;
 
-static int check_opts(const struct hkv_pool_opts *o)
-{
-	unsigned known = HKV_POOL_STRICT | HKV_POOL_NO_PREFAULT;
-
-	if (!o->npages || o->nlanes > o->npages || (o->flags & ~known) ||
-	    o->backing < HKV_BACKING_AUTO || o->backing > HKV_BACKING_NONE ||
-	    o->numa_node < -1 || o->evict_window > 1024)
-		return -EINVAL;
-	if (!o->page_bytes && o->backing != HKV_BACKING_AUTO && o->backing != HKV_BACKING_NONE)
-		return -EINVAL;		/* index-only pools hold no memory */
-	if (o->page_bytes && (o->backing == HKV_BACKING_NONE ||
-			      o->npages > UINT64_MAX / o->page_bytes))
-		return -EINVAL;
-	if (o->chunk_bytes && (!o->page_bytes || o->chunk_bytes < o->page_bytes))
-		return -EINVAL;
-	/* written so that NaN fails too */
-	if (!(o->free_room_low >= 0 && o->free_room_low <= o->free_room_high &&
-	      o->free_room_high <= 1) && !(o->free_room_low == 0 && o->free_room_high == 0))
-		return -EINVAL;
-	if ((o->npages + o->nlanes - 1) / o->nlanes > XI_MAX_PAGES)
-		return -E2BIG;
-	return 0;
-}
-
-/* HUGEKV_* variables override memory options; each override is logged */
-static void apply_env(struct hkv_pool_opts *o)
-{
-	const struct hkv_env *e = env_get();
-
-	if (!o->page_bytes)
-		return;
-	if (e->backing >= 0 && e->backing != HKV_BACKING_NONE && e->backing != o->backing) {
-		hkv_log(HKV_LOG_INFO, "HUGEKV_BACKING overrides backing %d -> %d", o->backing,
-			e->backing);
-		o->backing = e->backing;
-	}
-	if (e->node >= -1 && e->node != o->numa_node) {
-		hkv_log(HKV_LOG_INFO, "HUGEKV_NODE overrides node %d -> %d", o->numa_node, e->node);
-		o->numa_node = e->node;
-	}
-	if (e->prefault_threads > 0)
-		o->prefault_threads = (unsigned)e->prefault_threads;
-	if (e->strict == 1)
-		o->flags |= HKV_POOL_STRICT;
-	else if (e->strict == 0)
-		o->flags &= ~HKV_POOL_STRICT;
-}
-
 static int lanes_create(struct hkv_pool *pool)
 {
 	uint64_t q = pool->npages / pool->nlanes, rem = pool->npages % pool->nlanes;
@@ -105,26 +57,22 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	struct hkv_pool *pool;
 	int err;
 
-	if (!opts || !out || opts->sz < HKV_OPTS_SZ0)
+	if (!out)
 		return -EINVAL;
 	pool = calloc(1, sizeof(*pool));
 	if (!pool)
 		return -ENOMEM;
-	memcpy(&pool->opts, opts, HKV_MIN(opts->sz, sizeof(pool->opts)));
-	pool->opts.sz = sizeof(pool->opts);
-	if (!pool->opts.nlanes)
-		pool->opts.nlanes = 1;
-	err = check_opts(&pool->opts);
+	err = opts_effective(opts, &pool->opts);
 	if (err)
 		goto free_pool;
-	if (!pool->opts.page_bytes)
-		pool->opts.backing = HKV_BACKING_NONE;
-	apply_env(&pool->opts);
 	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
 	pool->npages = pool->opts.npages;
 	pool->page_bytes = pool->opts.page_bytes;
 	pool->nlanes = pool->opts.nlanes;
 	pool->chunk_pages = pool->page_bytes ? pool->opts.chunk_bytes / pool->page_bytes : 0;
+	/* boundaries sit at multiples of the chunk: none inside the pool, none at all */
+	if (pool->chunk_pages >= pool->npages)
+		pool->chunk_pages = 0;
 	if (pool->page_bytes) {
 		err = arena_create(pool, &pool->arena);
 		if (err)

@@ -156,7 +156,7 @@ static void cut(struct arena_seg *s, struct slice *sl, unsigned n)
  */
 int arena_prefault(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs)
 {
-	unsigned nt[HKV_MAX_NODES], total = 0, i, at;
+	unsigned nt[HKV_ARENA_SEGS], total = 0, i, at;
 	uint64_t t0 = os->now_ns();
 	struct slice *sl;
 	pthread_t *tid;

@@ -4,8 +4,9 @@
  * against the kernel's own accounting (HugePages_Free/Rsvd, smaps
  * KernelPageSize, move_pages), every page written and read back, the arena
  * rounded up when page_bytes does not divide the hugepage, THP and 4 KiB
- * pools, strict 1 GiB on a machine without 1 GiB pages (a clean error) and
- * AUTO landing on 2 MiB (reported), a strict pool larger than the hugepage
+ * pools, strict 1 GiB on a machine without 1 GiB pages (hidden through the
+ * os table: a clean error) and AUTO landing on 2 MiB (reported), a small
+ * AUTO pool leaving 1 GiB pages alone, a strict pool larger than the hugepage
  * pool (clean error in a child: no SIGBUS, nothing leaked), and the dry run
  * hkv_pool_plan() agreeing with what a create gets.
  *
@@ -180,8 +181,17 @@ static void t_round_up(void **state)
 	destroy_counted(p, arena / HP);
 }
 
-/* no 1 GiB pages here: strict 1G is a clean error that takes nothing */
-static void t_strict_1g(void **state)
+/* a machine without 1 GiB pages, whatever this one has: the kernel's
+ * 1 GiB pool is hidden through the os table (its sysfs files are ENOENT) */
+static void hide_1g(void)
+{
+	struct tm_fault f = { TM_OPEN, 0, ENOENT, 0, "hugepages-1048576kB" };
+
+	tm_inject(&f);
+}
+
+/* no 1 GiB pages: strict 1G is a clean error that takes nothing */
+static void t_strict_1g_absent(void **state)
 {
 	struct hkv_pool_opts o = opts(16, KV_PAGE, HKV_BACKING_HUGE_1G, HKV_POOL_STRICT);
 	uint64_t fr = tm_meminfo("HugePages_Free"), rs = tm_meminfo("HugePages_Rsvd");
@@ -189,11 +199,11 @@ static void t_strict_1g(void **state)
 	struct tm_log lg;
 
 	(void)state;
-	if (!access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
-		skip();		/* this test is for machines without 1 GiB pages */
+	hide_1g();
 	tm_log_capture(&lg);
 	assert_int_equal(hkv_pool_create(&o, &p), -ENOMEM);
 	tm_log_capture(NULL);
+	tm_reset();
 	assert_null(p);
 	assert_true(tm_log_has(&lg, "offers no such pages"));
 	assert_true(strlen(hkv_strerror(-ENOMEM)) > 10);
@@ -201,22 +211,23 @@ static void t_strict_1g(void **state)
 	assert_int_equal(tm_meminfo("HugePages_Rsvd"), rs);
 }
 
-/* AUTO asks for 1 GiB first, lands on 2 MiB and says so */
+/* no 1 GiB pages: AUTO wants one for a 1 GiB pool, lands on 2 MiB, says so */
 static void t_auto_lands_2m(void **state)
 {
-	struct hkv_pool_opts o = opts(64, KV_PAGE, HKV_BACKING_AUTO, 0);
+	const uint64_t npages = 16384;		/* 1 GiB of 64 KiB pages */
+	struct hkv_pool_opts o = opts(npages, KV_PAGE, HKV_BACKING_AUTO, 0);
 	struct hkv_region r;
 	struct hkv_stats st;
 	struct hkv_pool *p;
 	struct tm_log lg;
 
 	(void)state;
-	if (!access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
-		skip();
-	tm_require_hugepages(2);
+	tm_require_hugepages(512);
+	hide_1g();
 	tm_log_capture(&lg);
-	p = create_counted(&o, 2);
+	p = create_counted(&o, 512);
 	tm_log_capture(NULL);
+	tm_reset();
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.hugepage_bytes, HP);
 	assert_int_equal(r.flags, HKV_REGION_FALLBACK);
@@ -229,10 +240,44 @@ static void t_auto_lands_2m(void **state)
 	assert_int_equal(st.region[0].fallback_errno, -EOPNOTSUPP);
 	/* not offered at all: said at info level (no warning on every start) */
 	assert_int_equal(lg.warn + lg.err, 0);
-	assert_true(tm_log_has(&lg, "1g backing for 4194304 bytes failed (Operation not "
+	assert_true(tm_log_has(&lg, "1g backing for 1073741824 bytes failed (Operation not "
 				    "supported); 2m"));
-	check_pages(p, 64, KV_PAGE);
-	destroy_counted(p, 2);
+	check_pages(p, npages, KV_PAGE);
+	destroy_counted(p, 512);
+}
+
+/* free 1 GiB pages of the kernel's pool (0 when it has none) */
+static uint64_t free_1g(void)
+{
+	uint64_t v = 0;
+
+	os_read_u64("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", &v);
+	return v;
+}
+
+/* a small AUTO pool never takes a scarce 1 GiB page: 2 MiB, and why */
+static void t_small_auto(void **state)
+{
+	struct hkv_pool_opts o = opts(256, KV_PAGE, HKV_BACKING_AUTO, 0);	/* 16 MiB */
+	uint64_t g1 = free_1g();
+	struct hkv_region r;
+	struct hkv_stats st;
+	struct hkv_pool *p;
+
+	(void)state;
+	tm_require_hugepages(8);
+	p = create_counted(&o, 8);
+	assert_int_equal(free_1g(), g1);	/* whatever this machine offers */
+	assert_int_equal(hkv_regions(p, &r, 1), 1);
+	assert_int_equal(r.hugepage_bytes, HP);
+	assert_int_equal(r.bytes, 16 * MB);
+	assert_int_equal(r.flags, HKV_REGION_ROUND_UP);
+	st = stats(p);
+	assert_int_equal(st.fallbacks, 0);
+	assert_int_equal(st.arena_round_up_bytes, 0);
+	assert_int_equal(st.region[0].flags, HKV_REGION_ROUND_UP);
+	check_pages(p, 256, KV_PAGE);
+	destroy_counted(p, 8);
 }
 
 /* in a child: a strict pool one hugepage larger than what is free */
@@ -441,8 +486,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_huge_2m),
 		cmocka_unit_test(t_round_up),
-		cmocka_unit_test(t_strict_1g),
+		cmocka_unit_test(t_strict_1g_absent),
 		cmocka_unit_test(t_auto_lands_2m),
+		cmocka_unit_test(t_small_auto),
 		cmocka_unit_test(t_strict_too_big),
 		cmocka_unit_test(t_no_prefault),
 		cmocka_unit_test(t_small_and_thp),

@@ -3,7 +3,8 @@
  * test_arena_topo.c - what this machine does not have, through the os
  * layer's table: 1 GiB hugepages and a second NUMA node.
  *
- * This machine has one node and no 1 GiB pages. Here the table fakes them:
+ * The machine may have one node and no 1 GiB pages; here the table fakes
+ * both, whatever the machine has (tests/test_arena_1g.c uses real ones):
  * sysfs files of a 1 GiB pool and of node 1 are served from memfds, a
  * MAP_HUGE_1GB mapping is made of real 2 MiB hugepages (smaps is rewritten
  * to say 1048576 kB for it), mbind to node 1 binds node 0 instead (the
@@ -43,9 +44,12 @@ static struct fake {
 	int nodes;		/* 1 or 2 */
 	bool no_numa;
 	bool one_gig;		/* offer 1 GiB pages */
+	unsigned one_gig_free;	/* ... this many free (0 = 2) */
 	bool map_1g_fails;
 	bool node1_reported;	/* move_pages says node 1 for node-1 memory */
 	const char *smaps_kb;	/* KernelPageSize to claim for hugetlb VMAs */
+	uintptr_t g1_lo[8], g1_hi[8];	/* ranges mapped as 1 GiB (stand-ins) */
+	unsigned ng1;
 	struct fake_file files[16];
 	unsigned nfiles;
 	/* what the library asked for */
@@ -94,10 +98,19 @@ static int fake_smaps(void)
 
 	assert_non_null(out);
 	assert_non_null(f);
+	uintptr_t vma = 0, hi;
+	bool claim = false;
+
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long kb;
 
-		if (sscanf(line, "KernelPageSize: %lu kB", &kb) == 1 && kb == 2048)
+		if (sscanf(line, "%lx-%lx ", &vma, &hi) == 2) {
+			/* only the 1 GiB mappings' stand-ins (all, if none recorded) */
+			claim = !fk.ng1;
+			for (unsigned i = 0; i < fk.ng1; i++)
+				claim |= vma >= fk.g1_lo[i] && vma < fk.g1_hi[i];
+		}
+		if (claim && sscanf(line, "KernelPageSize: %lu kB", &kb) == 1 && kb == 2048)
 			snprintf(line, sizeof(line), "KernelPageSize: %s kB\n", fk.smaps_kb);
 		if (len + strlen(line) < cap) {
 			memcpy(out + len, line, strlen(line));
@@ -121,8 +134,12 @@ static int fk_open(const char *path, int flags)
 	if (fk.smaps_kb && strstr(path, "smaps"))
 		return fake_smaps();
 	if (fk.one_gig && strstr(path, "hugepages-1048576kB")) {
-		/* a 1 GiB pool of 2 pages, all free */
-		return memfd_with(strstr(path, "resv") ? "0\n" : "2\n", 2);
+		/* a 1 GiB pool of 2 pages, one_gig_free (default all) free */
+		char n[8];
+
+		snprintf(n, sizeof(n), "%u\n", strstr(path, "free") ? (fk.one_gig_free ?: 2) :
+			 strstr(path, "resv") ? 0 : 2);
+		return memfd_with(n, strlen(n));
 	}
 	/* node 1 has node 0's hugepage pools */
 	snprintf(redirect, sizeof(redirect), "%s", path);
@@ -168,6 +185,10 @@ static void *fk_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 			return MAP_FAILED;
 		}
 		flags = (flags & ~size_bits) | MAP_HUGE_2MB;
+		if (addr && fk.ng1 < 8) {
+			fk.g1_lo[fk.ng1] = (uintptr_t)addr;
+			fk.g1_hi[fk.ng1++] = (uintptr_t)addr + len;
+		}
 	}
 	return tm_ops.mmap(addr, len, prot, flags, fd, off);
 }
@@ -289,10 +310,12 @@ static void write_all(struct hkv_pool *p, uint64_t npages)
 
 /* ---- 1 GiB ---- */
 
+#define NEAR_1G		(15 * 1024)	/* 960 MiB of 64 KiB pages: 1/16 round-up */
+
 /* AUTO takes a (faked) 1 GiB page: 1 GiB aligned, rounded up, verified */
 static void t_1g_path(void **state)
 {
-	struct hkv_pool_opts o = opts(1024, HKV_BACKING_AUTO, 0);
+	struct hkv_pool_opts o = opts(NEAR_1G, HKV_BACKING_AUTO, 0);
 	struct hkv_plan pl = { .sz = sizeof(pl) };
 	struct hkv_region r;
 	struct hkv_stats st;
@@ -316,13 +339,13 @@ static void t_1g_path(void **state)
 	assert_int_equal(r.hugepage_bytes, GB);
 	assert_int_equal(r.flags, 0);
 	assert_int_equal(r.bytes, GB);
-	assert_int_equal(r.npages, 1024);
+	assert_int_equal(r.npages, NEAR_1G);
 	assert_int_equal((uintptr_t)r.base % GB, 0);
 	st = stats(p);
 	assert_int_equal(st.backing, HKV_BACKING_HUGE_1G);
-	assert_int_equal(st.arena_round_up_bytes, GB - 1024 * KV_PAGE);
+	assert_int_equal(st.arena_round_up_bytes, GB - NEAR_1G * KV_PAGE);
 	assert_int_equal(st.fallbacks, 0);
-	write_all(p, 1024);
+	write_all(p, NEAR_1G);
 	hkv_pool_destroy(p);
 	assert_int_equal(tm_meminfo("HugePages_Free"), fr);
 }
@@ -330,7 +353,7 @@ static void t_1g_path(void **state)
 /* a 1 GiB mapping the kernel refuses: AUTO steps down to 2 MiB, reported */
 static void t_1g_mmap_fails(void **state)
 {
-	struct hkv_pool_opts o = opts(1024, HKV_BACKING_AUTO, 0);
+	struct hkv_pool_opts o = opts(NEAR_1G, HKV_BACKING_AUTO, 0);
 	struct hkv_region r;
 	struct hkv_pool *p = NULL;
 	struct tm_log lg;
@@ -349,7 +372,7 @@ static void t_1g_mmap_fails(void **state)
 	assert_int_equal(r.bytes, GB);		/* still rounded to the 1 GiB plan */
 	assert_int_equal(stats(p).region[0].fallback_errno, -EINVAL);
 	assert_true(tm_log_has(&lg, "1g backing"));
-	write_all(p, 1024);
+	write_all(p, NEAR_1G);
 	hkv_pool_destroy(p);
 	/* strict: the same is a clean error */
 	o.backing = HKV_BACKING_HUGE_1G;
@@ -357,6 +380,82 @@ static void t_1g_mmap_fails(void **state)
 	p = NULL;
 	assert_int_equal(hkv_pool_create(&o, &p), -EINVAL);
 	assert_null(p);
+}
+
+/* 1.25 GiB: one 1 GiB page, the rest on 2 MiB pages, in one segment */
+static void t_1g_mixed(void **state)
+{
+	const uint64_t npages = (GB + 256 * MB) / KV_PAGE;	/* 1.25 GiB */
+	struct hkv_pool_opts o = opts(npages, HKV_BACKING_AUTO, 0);
+	struct hkv_plan pl = { .sz = sizeof(pl) };
+	struct hkv_region r[4];
+	struct hkv_stats st;
+	struct hkv_pool *p = NULL;
+
+	(void)state;
+	tm_require_hugepages(512 + 128);
+	fake_reset();
+	fk.one_gig = true;
+	fk.one_gig_free = 1;
+	fk.smaps_kb = "1048576";	/* the 1G part's stand-ins; the 2M part reads 2M */
+	fake_install();
+	assert_int_equal(hkv_pool_plan(&o, &pl), 0);
+	assert_int_equal(pl.nparts, 2);
+	assert_int_equal(pl.fallbacks, 0);	/* a 2nd 1G page would waste 0.75 GiB */
+	assert_int_equal(hkv_pool_create(&o, &p), 0);
+	assert_int_equal(tm_hugetlb_kb(), (512 + 128) * (HP >> 10));	/* own: exact */
+	assert_int_equal(hkv_regions(p, r, 4), 2);
+	assert_int_equal(r[0].hugepage_bytes, GB);
+	assert_int_equal(r[0].bytes, GB);
+	assert_int_equal(r[0].first_page, 0);
+	assert_int_equal(r[0].npages, GB / KV_PAGE);
+	assert_int_equal((uintptr_t)r[0].base % GB, 0);
+	assert_int_equal(r[1].hugepage_bytes, HP);
+	assert_ptr_equal(r[1].base, (char *)r[0].base + GB);	/* one contiguous range */
+	assert_int_equal(r[1].bytes, 256 * MB);
+	assert_int_equal(r[1].first_page, GB / KV_PAGE);
+	assert_int_equal(r[1].npages, 256 * MB / KV_PAGE);
+	assert_int_equal(r[1].flags, HKV_REGION_ROUND_UP);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(r[i].hugepage_bytes, pl.part[i].hugepage_bytes);
+		assert_int_equal(r[i].bytes, pl.part[i].bytes);
+	}
+	st = stats(p);
+	assert_int_equal(st.nregions, 2);
+	assert_int_equal(st.region[1].wanted_bytes, HP);
+	assert_int_equal(st.region[1].fallback_errno, 0);
+	assert_int_equal(st.fallbacks, 0);
+	assert_int_equal(st.arena_round_up_bytes, 0);
+	write_all(p, npages);
+	hkv_pool_destroy(p);
+	assert_int_equal(tm_hugetlb_kb(), 0);
+}
+
+/* a small AUTO pool leaves the scarce 1 GiB pages alone, and says why */
+static void t_1g_small_auto(void **state)
+{
+	struct hkv_pool_opts o = opts(256, HKV_BACKING_AUTO, 0);	/* 16 MiB */
+	struct hkv_region r;
+	struct hkv_pool *p = NULL;
+	struct tm_log lg;
+
+	(void)state;
+	tm_require_hugepages(8);
+	fake_reset();
+	fk.one_gig = true;
+	fake_install();
+	tm_log_capture(&lg);
+	assert_int_equal(hkv_pool_create(&o, &p), 0);
+	tm_log_capture(NULL);
+	assert_int_equal(lg.warn + lg.err, 0);
+	assert_int_equal(hkv_regions(p, &r, 1), 1);
+	assert_int_equal(r.hugepage_bytes, HP);
+	assert_int_equal(r.bytes, 16 * MB);
+	assert_int_equal(r.flags, HKV_REGION_ROUND_UP);
+	assert_int_equal(stats(p).fallbacks, 0);
+	assert_int_equal(stats(p).arena_round_up_bytes, 0);
+	write_all(p, 256);
+	hkv_pool_destroy(p);
 }
 
 /* a 1 GiB pool too small for a strict pool: the error says what to reserve */
@@ -624,6 +723,8 @@ int main(void)
 		cmocka_unit_test_teardown(t_1g_path, teardown_each),
 		cmocka_unit_test_teardown(t_1g_mmap_fails, teardown_each),
 		cmocka_unit_test_teardown(t_1g_short, teardown_each),
+		cmocka_unit_test_teardown(t_1g_mixed, teardown_each),
+		cmocka_unit_test_teardown(t_1g_small_auto, teardown_each),
 		cmocka_unit_test_teardown(t_two_nodes, teardown_each),
 		cmocka_unit_test_teardown(t_two_nodes_parallel, teardown_each),
 		cmocka_unit_test_teardown(t_two_nodes_misplaced, teardown_each),

@@ -135,10 +135,15 @@ static void t_plan_rules(void **state)
 	t.node[0].huge_2m = (struct topo_pool){ true, 100, 40, 0 };
 	t.glob_2m = (struct topo_pool){ true, 100, 40, 0 };
 	strcpy(t.thp_mode, "never");
-	/* AUTO: no 1G -> 2M needs 32, the node and the global pool have 40 free */
+	/* AUTO: 64 MiB is too small for a 1G page (size rule, not a fallback)
+	 * -> 2M needs 32, the node and the global pool have 40 free */
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
 	assert_int_equal(p.backing, HKV_BACKING_HUGE_2M);
-	assert_int_equal(p.node[0].fallback_errno, -EOPNOTSUPP);
+	assert_int_equal(p.node[0].fallback_errno, 0);
+	assert_int_equal(p.nparts, 1);
+	assert_int_equal(p.part[0].flags, HKV_REGION_ROUND_UP);
+	assert_int_equal(p.part[0].hugepages, 32);
+	assert_int_equal(p.fallbacks, 0);
 	/* global reservations by others leave too few: THP is "never" -> 4K */
 	t.glob_2m.resv = 20;
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
@@ -168,6 +173,96 @@ static void t_plan_rules(void **state)
 	assert_string_equal(hkv_backing_name(HKV_BACKING_THP), "thp");
 	assert_string_equal(hkv_backing_name(42), "?");
 	assert_int_equal(backing_pgsz(HKV_BACKING_NONE), 0);
+}
+
+/* AUTO mixes page sizes in one segment: every free 1G page, then 2M, then THP */
+static void t_plan_mixed(void **state)
+{
+	const uint64_t G = 1ull << 30, M2 = 2ull << 20;
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 9 * G / 4 / (1 << 16),
+				   .page_bytes = 1 << 16, .numa_node = -1,
+				   .backing = HKV_BACKING_AUTO };
+	struct hkv_plan p;
+	struct topo t;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	t.numa = true;
+	t.nnodes = 1;
+	t.node[0].ncpus = 2;
+	t.node[0].huge_1g = t.glob_1g = (struct topo_pool){ true, 2, 2, 0 };
+	t.node[0].huge_2m = t.glob_2m = (struct topo_pool){ true, 200, 200, 0 };
+	strcpy(t.thp_mode, "madvise");
+	/* 2.25 GiB, two free 1G pages: 2 x 1G + 128 x 2M, as wanted */
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.nparts, 2);
+	assert_int_equal(p.part[0].backing, HKV_BACKING_HUGE_1G);
+	assert_int_equal(p.part[0].hugepages, 2);
+	assert_int_equal(p.part[0].first_page, 0);
+	assert_int_equal(p.part[0].npages, 2 * G / (1 << 16));
+	assert_int_equal(p.part[0].flags, 0);
+	assert_int_equal(p.part[1].backing, HKV_BACKING_HUGE_2M);
+	assert_int_equal(p.part[1].hugepages, 128);
+	assert_int_equal(p.part[1].first_page, 2 * G / (1 << 16));
+	assert_int_equal(p.part[1].flags, HKV_REGION_ROUND_UP);	/* a 3rd 1G: 0.75 G waste */
+	assert_int_equal(p.arena_bytes, 9 * G / 4);
+	assert_int_equal(p.round_up_bytes, 0);
+	assert_int_equal(p.fallbacks, 0);
+	assert_int_equal(p.node[0].wanted_backing, HKV_BACKING_HUGE_1G);
+	assert_int_equal(p.node[0].wanted_needed, 2);
+	assert_int_equal(p.node[0].shortfall, 0);
+	/* one free 1G page: the second gigabyte goes to 2M, a fallback */
+	t.node[0].huge_1g.free = t.glob_1g.free = 1;
+	t.node[0].huge_2m = t.glob_2m = (struct topo_pool){ true, 1000, 1000, 0 };
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.nparts, 2);
+	assert_int_equal(p.part[0].hugepages, 1);
+	assert_int_equal(p.part[1].hugepages, 5 * G / 4 / M2);
+	assert_int_equal(p.part[1].flags, HKV_REGION_FALLBACK | HKV_REGION_ROUND_UP);
+	assert_int_equal(p.part[1].fallback_errno, -ENOMEM);
+	assert_int_equal(p.part[1].wanted_bytes, G);
+	assert_int_equal(p.part[1].shortfall, 1);
+	assert_int_equal(p.node[0].shortfall, 1);
+	assert_int_equal(p.node[0].reserve_total, 3);
+	assert_int_equal(p.fallbacks, 1);
+	/* and too few 2M pages as well: the rest on THP, still one segment */
+	t.node[0].huge_2m = t.glob_2m = (struct topo_pool){ true, 200, 200, 0 };
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.nparts, 3);
+	assert_int_equal(p.part[1].hugepages, 200);
+	assert_int_equal(p.part[2].backing, HKV_BACKING_THP);
+	assert_int_equal(p.part[2].bytes, 9 * G / 4 - G - 200 * M2);
+	assert_int_equal(p.part[2].flags & HKV_REGION_FALLBACK, HKV_REGION_FALLBACK);
+	assert_int_equal(p.backing, HKV_BACKING_THP);
+	/* strict keeps its meaning: all of the asked size or -ENOMEM */
+	o.backing = HKV_BACKING_HUGE_1G;
+	o.flags = HKV_POOL_STRICT;
+	assert_int_equal(plan_arena(&o, &t, &p), -ENOMEM);
+	assert_int_equal(p.node[0].wanted_needed, 3);
+	assert_int_equal(p.node[0].shortfall, 2);
+	/* explicit 1G is used as asked: a 16 MiB pool rounds up to one page */
+	o.npages = 256;
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.arena_bytes, G);
+	/* AUTO: the same 16 MiB takes eight 2M pages, not the 1G page */
+	o.backing = HKV_BACKING_AUTO;
+	o.flags = 0;
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.nparts, 1);
+	assert_int_equal(p.part[0].hugepages, 8);
+	assert_int_equal(p.part[0].flags, HKV_REGION_ROUND_UP);
+	assert_int_equal(p.arena_bytes, 16 << 20);
+	/* a pool within 1/8 of a 1G page rounds up to it */
+	o.npages = 15 * G / 16 / (1 << 16);
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.nparts, 1);
+	assert_int_equal(p.part[0].backing, HKV_BACKING_HUGE_1G);
+	assert_int_equal(p.round_up_bytes, G / 16);
+	/* 1 MiB: not even a 2M page or a THP range is worth it: 4K */
+	o.npages = 16;
+	assert_int_equal(plan_arena(&o, &t, &p), 0);
+	assert_int_equal(p.part[0].backing, HKV_BACKING_SMALL);
+	assert_int_equal(p.arena_bytes, 1 << 20);
 }
 
 /* two nodes share the global pool: the second segment cannot count it twice */
@@ -210,6 +305,7 @@ int main(void)
 		cmocka_unit_test(t_many_nodes),
 		cmocka_unit_test(t_node_cpus_fail),
 		cmocka_unit_test(t_plan_rules),
+		cmocka_unit_test(t_plan_mixed),
 		cmocka_unit_test(t_plan_global_sum),
 	};
 
