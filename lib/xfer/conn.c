@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * conn.c - connections: UCX's client-server establishment on a socket
+ * address (ucp_listener_create / ucp_ep_create), the HELLO exchange, and
+ * what happens when a connection fails: every transfer on it fails, every
+ * grant the peer holds ends, the UCX endpoint is closed by force (which
+ * completes its outstanding operations with an error), and the peer is
+ * freed once nothing refers to it.
+ */
+#include "internal.h"
+
+struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep)
+{
+	struct hkv_xfer_peer *p;
+
+	for (p = x->peers; p; p = p->next)
+		if (p->ep == ep)
+			return p;
+	return NULL;
+}
+
+/* UCX found the connection broken: record it, act in progress */
+static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+	struct hkv_xfer_peer *p = arg;
+
+	(void)ep;
+	if (!p->error)
+		p->error = xf_errno(status) == -EINPROGRESS ? -EIO : xf_errno(status);
+}
+
+static struct hkv_xfer_peer *peer_new(struct hkv_xfer *x, bool incoming)
+{
+	struct hkv_xfer_peer *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->x = x;
+	p->id = ++x->next_peer_id;
+	p->incoming = incoming;
+	p->state = XF_PEER_CONNECTING;
+	p->next = x->peers;
+	x->peers = p;
+	return p;
+}
+
+static void peer_unlink(struct hkv_xfer_peer *p)
+{
+	struct hkv_xfer_peer **pp;
+
+	for (pp = &p->x->peers; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			return;
+		}
+}
+
+void xf_peer_free(struct hkv_xfer_peer *p)
+{
+	peer_unlink(p);
+	free(p);
+}
+
+static int peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
+{
+	ucs_status_t st;
+	int err;
+
+	ep->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+	ep->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+	ep->err_handler.cb = ep_error;
+	ep->err_handler.arg = p;
+	st = ucp_ep_create(p->x->worker, ep, &p->ep);
+	if (st != UCS_OK) {
+		p->ep = NULL;
+		return xf_errno(st);
+	}
+	err = xf_am_send(p, XF_AM_HELLO, p->x->hello, p->x->hello_len);
+	if (err)
+		xf_peer_fail(p, err);
+	return err;
+}
+
+static void conn_cb(ucp_conn_request_h req, void *arg)
+{
+	struct hkv_xfer *x = arg;
+	struct xf_conn_req *c = malloc(sizeof(*c));
+
+	if (!c) {
+		ucp_listener_reject(x->listener, req);
+		return;
+	}
+	c->req = req;
+	c->next = x->conn_reqs;
+	x->conn_reqs = c;
+}
+
+/**
+ * xf_conn_reqs_accept() - make a peer of every pending connection request
+ * @x: the endpoint
+ */
+void xf_conn_reqs_accept(struct hkv_xfer *x)
+{
+	struct xf_conn_req *c;
+
+	while ((c = x->conn_reqs)) {
+		struct hkv_xfer_peer *p;
+		ucp_ep_params_t ep = {
+			.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
+			.conn_request = c->req,
+		};
+
+		x->conn_reqs = c->next;
+		p = peer_new(x, true);
+		if (!p)
+			ucp_listener_reject(x->listener, c->req);
+		else if (peer_ep_create(p, &ep) && !p->ep)
+			xf_peer_free(p);
+		free(c);
+	}
+}
+
+HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port)
+{
+	struct sockaddr_storage ss;
+	ucp_listener_attr_t la = { .field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR };
+	ucp_listener_params_t lp = {
+		.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+			      UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+		.conn_handler = { .cb = conn_cb, .arg = x },
+	};
+	socklen_t len;
+	ucs_status_t st;
+	int err;
+
+	if (!x || !addr)
+		return -EINVAL;
+	if (x->listener)
+		return -EALREADY;
+	err = xf_parse_addr(addr, &ss, &len);
+	if (err)
+		return err;
+	lp.sockaddr.addr = (const struct sockaddr *)&ss;
+	lp.sockaddr.addrlen = len;
+	st = ucp_listener_create(x->worker, &lp, &x->listener);
+	if (st != UCS_OK) {
+		x->listener = NULL;
+		xf_log(0, "listen on %s: %s", addr, ucs_status_string(st));
+		return st == UCS_ERR_BUSY ? -EADDRINUSE : xf_errno(st);
+	}
+	if (port) {
+		if (ucp_listener_query(x->listener, &la) == UCS_OK)
+			*port = ntohs(((struct sockaddr_in *)&la.sockaddr)->sin_port);
+		else
+			*port = 0;
+	}
+	return 0;
+}
+
+/**
+ * xf_on_hello() - a peer's HELLO arrived: it is ready
+ * @p: the peer
+ * @buf: the message
+ * @len: its length
+ */
+void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len)
+{
+	int err;
+
+	if (p->hello_in) {
+		xf_peer_fail(p, -EPROTO);
+		return;
+	}
+	err = xf_hello_parse(p, buf, len);
+	if (err) {
+		xf_peer_fail(p, err);
+		return;
+	}
+	p->hello_in = true;
+	p->state = XF_PEER_READY;
+	p->x->st.peers++;
+}
+
+/**
+ * xf_peer_fail() - the connection is broken: fail everything on it
+ * @p: the peer
+ * @err: why (-ECONNRESET, -ETIMEDOUT, -EPROTO, -ECANCELED ...)
+ */
+void xf_peer_fail(struct hkv_xfer_peer *p, int err)
+{
+	ucp_request_param_t rp = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+		.flags = UCP_EP_CLOSE_FLAG_FORCE,
+	};
+	void *r;
+
+	if (p->state == XF_PEER_FAILED)
+		return;
+	if (p->state == XF_PEER_READY)
+		p->x->st.peers--;
+	p->state = XF_PEER_FAILED;
+	p->error = err;
+	if (err != -ECANCELED) {
+		p->x->st.peer_failures++;
+		p->st.peer_failures++;
+	}
+	xf_tx_fail_peer(p, err);
+	xf_grants_end(p, err);
+	if (p->ep) {
+		/* completes every outstanding operation with UCS_ERR_CANCELED */
+		r = ucp_ep_close_nbx(p->ep, &rp);
+		if (UCS_PTR_IS_PTR(r))
+			p->close_req = r;
+		p->ep = NULL;
+	}
+	xf_rregs_destroy(p);
+}
+
+/* true when the forced close (if any) has finished */
+static bool peer_closed(struct hkv_xfer_peer *p)
+{
+	if (p->close_req && ucp_request_check_status(p->close_req) != UCS_INPROGRESS) {
+		ucp_request_free(p->close_req);
+		p->close_req = NULL;
+	}
+	return !p->close_req;
+}
+
+/**
+ * xf_peers_reap() - act on UCX-reported failures, free dead peers nobody holds
+ * @x: the endpoint
+ */
+void xf_peers_reap(struct hkv_xfer *x)
+{
+	struct hkv_xfer_peer *p, *next;
+
+	for (p = x->peers; p; p = next) {
+		next = p->next;
+		if (p->error && p->state != XF_PEER_FAILED) {
+			xf_log(2, "peer %llu: connection failed: %s", (unsigned long long)p->id,
+			       strerror(-p->error));
+			xf_peer_fail(p, p->error);
+		}
+		if (p->state == XF_PEER_FAILED && peer_closed(p) && !p->ntx &&
+		    (!p->handed_out || p->closing) && !p->ngrants)
+			xf_peer_free(p);
+	}
+}
+
+HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_peer **out)
+{
+	uint64_t deadline;
+	struct hkv_xfer_peer *p;
+
+	if (!x || !out || !x->listener)
+		return -EINVAL;
+	deadline = xf_deadline(timeout_ms ? timeout_ms : x->timeout_ms);
+	for (;;) {
+		xf_progress_once(x);
+		for (p = x->peers; p; p = p->next)
+			if (p->incoming && !p->handed_out && p->state == XF_PEER_READY) {
+				p->handed_out = true;
+				*out = p;
+				return 0;
+			}
+		if (xf_now_ns() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+/* a connect that failed before the peer said hello: nobody listens */
+static int connect_error(int err)
+{
+	switch (err) {
+	case -ECONNRESET:
+	case -ENOTCONN:
+	case -EHOSTUNREACH:
+	case -EIO:
+		return -ECONNREFUSED;
+	default:
+		return err;
+	}
+}
+
+HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_ms,
+			     struct hkv_xfer_peer **out)
+{
+	struct sockaddr_storage ss;
+	struct hkv_xfer_peer *p;
+	ucp_ep_params_t ep = {
+		.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
+		.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+	};
+	uint64_t deadline;
+	socklen_t len;
+	int err;
+
+	if (!x || !out || timeout_ms < 0)
+		return -EINVAL;
+	err = xf_parse_addr(addr, &ss, &len);
+	if (err)
+		return err;
+	deadline = xf_deadline(timeout_ms ? timeout_ms : x->timeout_ms);
+	ep.sockaddr.addr = (const struct sockaddr *)&ss;
+	ep.sockaddr.addrlen = len;
+	p = peer_new(x, false);
+	if (!p)
+		return -ENOMEM;
+	p->handed_out = true;		/* ours until it fails or is returned */
+	err = peer_ep_create(p, &ep);
+	while (!err) {
+		xf_progress_once(x);
+		if (p->state == XF_PEER_READY) {
+			*out = p;
+			return 0;
+		}
+		if (p->error)
+			err = connect_error(p->error);
+		else if (xf_now_ns() >= deadline)
+			err = -ETIMEDOUT;
+	}
+	xf_peer_fail(p, err);
+	p->closing = true;
+	while (p->close_req && !peer_closed(p))
+		ucp_worker_progress(x->worker);
+	xf_peers_reap(x);
+	return err;
+}
+
+HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
+{
+	struct hkv_xfer *x;
+	uint64_t deadline;
+
+	if (!p)
+		return;
+	x = p->x;
+	deadline = xf_deadline(x->timeout_ms);
+	while (p->ntx && p->state != XF_PEER_FAILED && xf_now_ns() < deadline)
+		xf_progress_once(x);
+	if (p->state != XF_PEER_FAILED && !p->ntx && p->ep) {
+		ucp_request_param_t rp = { .op_attr_mask = 0 };
+		void *r;
+
+		/* graceful: nothing in flight, flush and close */
+		xf_grants_end(p, -ECANCELED);
+		xf_rregs_destroy(p);
+		r = ucp_ep_close_nbx(p->ep, &rp);
+		p->ep = NULL;
+		if (UCS_PTR_IS_PTR(r))
+			p->close_req = r;
+		if (p->state == XF_PEER_READY)
+			x->st.peers--;
+		p->state = XF_PEER_FAILED;
+		p->error = -ECANCELED;
+	} else {
+		xf_peer_fail(p, -ECANCELED);
+	}
+	p->closing = true;
+	while ((p->ntx || p->close_req) && xf_now_ns() < deadline) {
+		ucp_worker_progress(x->worker);
+		peer_closed(p);
+		xf_tx_advance(x);
+	}
+	/* a close still flushing is finished and freed by later progress */
+	xf_peers_reap(x);
+}
+
+HKV_API uint64_t hkv_xfer_peer_id(const struct hkv_xfer_peer *p)
+{
+	return p ? p->id : 0;
+}
+
+HKV_API uint64_t hkv_xfer_peer_npages(const struct hkv_xfer_peer *p)
+{
+	return p ? p->npages : 0;
+}
+
+HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *p)
+{
+	if (!p)
+		return -EINVAL;
+	return p->state == XF_PEER_FAILED ? p->error : 0;
+}

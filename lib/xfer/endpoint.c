@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * endpoint.c - an endpoint's life: the UCX context (RMA + active
+ * messages) and worker, the pool's registrations and HELLO; at the end,
+ * every connection closed, every transfer ended, everything given back.
+ * Also the probe semaphores.
+ */
+#include "internal.h"
+
+/* semaphores live in .probes; a tracer increments them on attach */
+#define XF_SEMA_DEFINE(name) \
+	__extension__ volatile unsigned short XF_SEMA(name) \
+	__attribute__((unused, section(".probes"), visibility("hidden")))
+
+XF_SEMA_DEFINE(xfer_submit);
+XF_SEMA_DEFINE(xfer_done);
+
+static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
+{
+	struct hkv_xfer_opts def = { .sz = sizeof(def) };
+
+	if (!o)
+		o = &def;
+	if (o->sz < sizeof(*o) || o->timeout_ms < -1 || o->flags & ~HKV_XFER_NO_WAIT_IDLE)
+		return -EINVAL;
+	if (o->reg_chunk_bytes && o->reg_chunk_bytes < x->page_bytes)
+		return -EINVAL;
+	x->max_inflight = o->max_inflight ? o->max_inflight : XF_DEF_INFLIGHT;
+	x->timeout_ms = o->timeout_ms ? o->timeout_ms : XF_DEF_TIMEOUT_MS;
+	x->reg_chunk_bytes = o->reg_chunk_bytes / x->page_bytes * x->page_bytes;
+	x->flags = o->flags;
+	x->max_grants = o->max_grants ? o->max_grants : XF_DEF_GRANTS;
+	return 0;
+}
+
+static int ucx_init(struct hkv_xfer *x)
+{
+	ucp_params_t up = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME,
+		.features = UCP_FEATURE_RMA | UCP_FEATURE_AM,
+		.name = "hugekv-xfer",
+	};
+	ucp_worker_params_t wp = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SINGLE,
+	};
+	ucp_config_t *cfg;
+	ucs_status_t st;
+
+	st = ucp_config_read(NULL, NULL, &cfg);
+	if (st != UCS_OK)
+		goto fail;
+	st = ucp_init(&up, cfg, &x->ctx);
+	ucp_config_release(cfg);
+	if (st != UCS_OK)
+		goto fail;
+	st = ucp_worker_create(x->ctx, &wp, &x->worker);
+	if (st != UCS_OK) {
+		ucp_cleanup(x->ctx);
+		goto fail;
+	}
+	return 0;
+fail:
+	xf_log(0, "UCX initialization failed: %s", ucs_status_string(st));
+	return st == UCS_ERR_NO_MEMORY ? -ENOMEM : -EIO;
+}
+
+HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *opts,
+			    struct hkv_xfer **out)
+{
+	struct hkv_stats ps = { .sz = sizeof(ps) };
+	struct hkv_xfer *x;
+	int err;
+
+	if (!pool || !out || hkv_stats(pool, &ps))
+		return -EINVAL;
+	if (!ps.page_bytes)
+		return -EINVAL;		/* index-only: no bytes to move */
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->pool = pool;
+	x->pool_id = hkv_pool_id(pool);
+	x->page_bytes = ps.page_bytes;
+	x->npages = ps.npages;
+	err = opts_apply(x, opts);
+	if (err)
+		goto free_x;
+	err = ucx_init(x);
+	if (err)
+		goto free_x;
+	err = xf_am_init(x);
+	if (err)
+		goto ucx_fini;
+	err = xf_reg_create(x);
+	if (err)
+		goto ucx_fini;
+	err = xf_hello_build(x);
+	if (err)
+		goto unreg;
+	*out = x;
+	return 0;
+
+unreg:
+	xf_reg_destroy(x);
+ucx_fini:
+	ucp_worker_destroy(x->worker);
+	ucp_cleanup(x->ctx);
+free_x:
+	free(x);
+	return err;
+}
+
+/* progress until every transfer ended and every send and close finished */
+static void drain(struct hkv_xfer *x)
+{
+	uint64_t deadline = xf_deadline(XF_MAX(x->timeout_ms, 1000));
+	struct hkv_xfer_peer *p;
+	bool busy;
+
+	do {
+		xf_progress_once(x);
+		busy = x->pending_sends > 0;
+		for (p = x->peers; p; p = p->next)
+			busy |= p->ntx || p->close_req;
+	} while (busy && xf_now_ns() < deadline);
+	if (busy)
+		xf_log(1, "endpoint destroyed with UCX requests still outstanding");
+}
+
+HKV_API void hkv_xfer_destroy(struct hkv_xfer *x)
+{
+	struct hkv_xfer_peer *p, *next;
+	struct xf_conn_req *c;
+	struct xf_tx *tx;
+
+	if (!x)
+		return;
+	if (x->listener)
+		ucp_listener_destroy(x->listener);
+	x->listener = NULL;
+	while ((c = x->conn_reqs)) {
+		x->conn_reqs = c->next;
+		free(c);
+	}
+	for (p = x->peers; p; p = p->next) {
+		p->closing = true;
+		xf_peer_fail(p, -ECANCELED);
+	}
+	drain(x);
+	while ((tx = x->txs)) {
+		x->txs = tx->next;
+		xf_tx_free(tx);
+	}
+	for (p = x->peers; p; p = next) {
+		next = p->next;
+		free(p);
+	}
+	xf_inbox_free(x);
+	free(x->hello);
+	xf_reg_destroy(x);
+	ucp_worker_destroy(x->worker);
+	ucp_cleanup(x->ctx);
+	free(x);
+}
+
+HKV_API void hkv_xfer_set_access_fn(struct hkv_xfer *x, hkv_xfer_access_fn fn, void *ctx)
+{
+	if (!x)
+		return;
+	x->access = fn;
+	x->access_ctx = ctx;
+}
+
+HKV_API unsigned hkv_xfer_nregs(const struct hkv_xfer *x)
+{
+	return x ? x->nregs : 0;
+}

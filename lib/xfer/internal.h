@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * internal.h - libhugekv-xfer's table of contents, in layer order:
+ *
+ *   util.c      UCX status -> errno, clocks, "HOST:PORT", logging
+ *   reg.c       registrations: ucp_mem_map per region chunk, rkeys, HELLO
+ *   msg.c       active messages: wire format, send, the inbox
+ *   conn.c      listen, accept, connect, HELLO exchange, peer failure
+ *   plan.c      checks of a transfer and its plan: fewest UCX operations
+ *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE
+ *   transfer.c  the initiator side: submit, issue, flush, complete
+ *   progress.c  progress, timeouts, wait/test
+ *   stats.c     counters, latency histogram, slowest recent, JSON
+ *   endpoint.c  create and destroy
+ *
+ * An endpoint and everything hanging off it is used by one thread at a
+ * time, so nothing here takes a lock. UCX callbacks only record what
+ * happened (counters, the inbox); all decisions and every user callback run
+ * from hkv_xfer_progress() after ucp_worker_progress() returns.
+ */
+#ifndef HKV_XFER_INTERNAL_H
+#define HKV_XFER_INTERNAL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <ucp/api/ucp.h>
+
+#include "hugekv.h"
+#include "hugekv-xfer.h"
+#include "probe.h"
+
+#define XF_MIN(a, b)	((a) < (b) ? (a) : (b))
+#define XF_MAX(a, b)	((a) > (b) ? (a) : (b))
+
+#define XF_DEF_INFLIGHT		64
+#define XF_DEF_TIMEOUT_MS	10000
+#define XF_DEF_GRANTS		1024
+#define XF_MAX_EXTENTS		(1u << 20)	/* extents of one request */
+
+/* ---- stats.c ---------------------------------------------------------- */
+
+#define XF_HIST_SUB_BITS	5
+#define XF_HIST_BUCKETS		((64 - XF_HIST_SUB_BITS) << XF_HIST_SUB_BITS)
+
+struct xf_hist {
+	uint64_t n, max;
+	uint32_t count[XF_HIST_BUCKETS];
+};
+
+struct xf_stats {
+	uint64_t peers, transfers, failures, timeouts, refused, puts, gets;
+	uint64_t submitted, ops, pages, bytes, extents_in, max_ops_inflight;
+	uint64_t grants, grants_refused, grants_active, peer_failures;
+	struct xf_hist lat, grant;
+	unsigned recent_head, nrecent;
+	struct hkv_xfer_slow recent[HKV_XFER_RECENT];
+};
+
+struct xf_tx;
+void xf_stats_submit(struct xf_stats *s, const struct xf_tx *tx);
+void xf_stats_done(struct xf_stats *s, const struct xf_tx *tx, uint64_t ns);
+void xf_hist_add(struct xf_hist *h, uint64_t v);
+uint64_t xf_hist_pct(const struct xf_hist *h, double pct);
+
+/* ---- reg.c -------------------------------------------------------------- */
+
+/* one ucp_mem_map registration: whole KV pages of one region */
+struct xf_reg {
+	uint64_t first_page, npages;
+	char *base;
+	ucp_mem_h memh;
+	void *rkey_buf;
+	size_t rkey_len;
+};
+
+/* the peer's registration, unpacked */
+struct xf_rreg {
+	uint64_t first_page, npages, addr;
+	ucp_rkey_h rkey;
+};
+
+/* ---- the objects ------------------------------------------------------ */
+
+struct xf_grant {
+	struct xf_grant *next;
+	uint64_t id;
+	unsigned op, n;
+	struct hkv_extent *ext;
+};
+
+struct xf_msg {
+	struct xf_msg *next;
+	ucp_ep_h ep;
+	unsigned am_id;
+	size_t len;
+	unsigned char data[];
+};
+
+enum { XF_PEER_CONNECTING, XF_PEER_READY, XF_PEER_FAILED };
+
+struct hkv_xfer_peer {
+	struct hkv_xfer *x;
+	struct hkv_xfer_peer *next;
+	uint64_t id;
+	ucp_ep_h ep;
+	void *close_req;		/* forced close in progress */
+	int state, error;
+	bool incoming, handed_out, hello_in, closing;
+	uint64_t npages, page_bytes;
+	struct xf_rreg *rregs;
+	unsigned nrregs;
+	struct xf_grant *grants;	/* grants this peer holds on our pool */
+	unsigned ngrants;
+	unsigned ntx;			/* our transfers to it, not yet ended */
+	struct xf_stats st;
+};
+
+/* one UCX operation of a transfer */
+struct xf_op {
+	char *laddr;
+	uint64_t raddr, bytes;
+	ucp_mem_h memh;
+	ucp_rkey_h rkey;
+};
+
+enum { XF_TX_GRANT, XF_TX_DATA, XF_TX_FLUSH, XF_TX_ENDED };
+
+struct xf_tx {
+	struct xf_tx *next;		/* endpoint's list of transfers */
+	struct hkv_xfer_peer *peer;
+	uint64_t id, peer_id;
+	unsigned op, state;
+	int result;
+	struct xf_op *ops;
+	unsigned nops, next_op, inflight;
+	struct hkv_extent *rext;	/* remote extents, merged, for GRANT_REQ */
+	unsigned nrext, nlocal;
+	uint64_t *units;
+	unsigned nunits;
+	uint64_t pages, bytes;
+	uint64_t t_submit, t_grant, deadline;
+	bool granted, collect;
+	hkv_xfer_done_fn done;
+	void *ctx;
+};
+
+struct xf_conn_req {
+	struct xf_conn_req *next;
+	ucp_conn_request_h req;
+};
+
+struct hkv_xfer {
+	struct hkv_pool *pool;
+	uint64_t pool_id, page_bytes, npages;
+	ucp_context_h ctx;
+	ucp_worker_h worker;
+	ucp_listener_h listener;
+	struct xf_reg *regs;
+	unsigned nregs;
+	void *hello;			/* our HELLO message */
+	size_t hello_len;
+	struct hkv_xfer_peer *peers;
+	uint64_t next_peer_id, next_tx_id;
+	struct xf_conn_req *conn_reqs;
+	struct xf_msg *inbox, **inbox_tail;
+	struct xf_tx *txs;		/* all transfers not yet collected */
+	unsigned inflight, max_inflight, max_grants, flags, pending_sends;
+	int timeout_ms;
+	uint64_t reg_chunk_bytes;
+	hkv_xfer_access_fn access;
+	void *access_ctx;
+	unsigned completed;		/* transfers ended by this progress call */
+	struct xf_stats st;
+};
+
+/* ---- util.c ------------------------------------------------------------- */
+
+int xf_errno(ucs_status_t st);
+uint64_t xf_now_ns(void);
+int xf_parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len);
+void xf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t xf_deadline(int timeout_ms);
+
+/* ---- reg.c -------------------------------------------------------------- */
+
+int xf_reg_create(struct hkv_xfer *x);
+void xf_reg_destroy(struct hkv_xfer *x);
+const struct xf_reg *xf_reg_find(const struct hkv_xfer *x, uint64_t page);
+const struct xf_rreg *xf_rreg_find(const struct hkv_xfer_peer *p, uint64_t page);
+int xf_hello_build(struct hkv_xfer *x);
+int xf_hello_parse(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_rregs_destroy(struct hkv_xfer_peer *p);
+
+/* ---- msg.c -------------------------------------------------------------- */
+
+enum { XF_AM_HELLO = 0x4b31, XF_AM_GRANT_REQ, XF_AM_GRANT_REP, XF_AM_RELEASE };
+#define XF_MAGIC	0x564b4858u	/* "XHKV" */
+#define XF_VERSION	1
+
+struct xf_wire_hdr {
+	uint32_t magic;
+	uint16_t version, kind;
+};
+
+struct xf_wire_grant_req {
+	struct xf_wire_hdr h;
+	uint64_t id;
+	uint32_t op, n;
+	struct hkv_extent ext[];
+};
+
+struct xf_wire_result {		/* GRANT_REP and RELEASE */
+	struct xf_wire_hdr h;
+	uint64_t id;
+	int32_t result, pad;
+};
+
+int xf_am_init(struct hkv_xfer *x);
+int xf_am_send(struct hkv_xfer_peer *p, unsigned am_id, const void *buf, size_t len);
+void xf_inbox_drain(struct hkv_xfer *x);
+void xf_inbox_free(struct hkv_xfer *x);
+void xf_wire_hdr_set(struct xf_wire_hdr *h, unsigned kind);
+bool xf_wire_hdr_ok(const void *buf, size_t len, size_t min, unsigned kind);
+
+/* ---- conn.c ------------------------------------------------------------- */
+
+struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep);
+void xf_peer_fail(struct hkv_xfer_peer *p, int err);
+void xf_conn_reqs_accept(struct hkv_xfer *x);
+void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_peers_reap(struct hkv_xfer *x);
+void xf_peer_free(struct hkv_xfer_peer *p);
+
+/* ---- plan.c ------------------------------------------------------------- */
+
+int xf_check_extents(const struct hkv_extent *e, unsigned n, uint64_t npages,
+		     uint64_t *pages);
+int xf_check_allocated(struct hkv_pool *pool, const struct hkv_extent *e, unsigned n);
+int xf_check_disjoint(const struct hkv_extent *e, unsigned n);
+unsigned xf_merge_extents(const struct hkv_extent *in, unsigned n, struct hkv_extent *out);
+int xf_plan(const struct hkv_xfer *x, const struct hkv_xfer_peer *p,
+	    const struct hkv_extent *le, unsigned nl, const struct hkv_extent *re,
+	    unsigned nr, bool per_page, struct xf_op **ops, unsigned *nops);
+
+/* ---- grant.c ------------------------------------------------------------ */
+
+void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_grants_end(struct hkv_xfer_peer *p, int err);
+
+/* ---- transfer.c --------------------------------------------------------- */
+
+void xf_on_grant_rep(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_tx_issue(struct hkv_xfer *x);
+void xf_tx_advance(struct hkv_xfer *x);
+void xf_tx_fail_peer(struct hkv_xfer_peer *p, int err);
+void xf_tx_free(struct xf_tx *tx);
+
+/* ---- progress.c --------------------------------------------------------- */
+
+void xf_progress_once(struct hkv_xfer *x);
+
+#endif /* HKV_XFER_INTERNAL_H */

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * progress.c - one progress step (UCX, new connections, control messages,
+ * failed peers, timeouts, issuing, completions), and the waits built on it.
+ * A transfer past its deadline fails with -ETIMEDOUT and takes its
+ * connection down with it: operations already handed to UCX cannot be
+ * recalled one by one, and a connection that stalls this long is broken.
+ */
+#include <sched.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define XF_IDLE_SPINS	4096	/* empty progress calls before a wait backs off */
+
+static void timeouts(struct hkv_xfer *x, uint64_t now)
+{
+	struct xf_tx *tx;
+
+	for (tx = x->txs; tx; tx = tx->next)
+		if (tx->state != XF_TX_ENDED && now >= tx->deadline && !tx->result) {
+			xf_log(1, "transfer %llu to peer %llu timed out: connection closed",
+			       (unsigned long long)tx->id, (unsigned long long)tx->peer_id);
+			tx->result = -ETIMEDOUT;
+			x->st.timeouts++;
+			tx->peer->st.timeouts++;
+			xf_peer_fail(tx->peer, -ETIMEDOUT);
+		}
+}
+
+/* one step; returns the UCX progress count (0 = nothing happened there) */
+static unsigned step(struct hkv_xfer *x)
+{
+	unsigned n = 0, k;
+
+	while ((k = ucp_worker_progress(x->worker)) && n < 64)
+		n += k;
+	if (x->conn_reqs)
+		xf_conn_reqs_accept(x);
+	if (x->inbox)
+		xf_inbox_drain(x);
+	xf_peers_reap(x);
+	if (x->txs) {
+		timeouts(x, xf_now_ns());
+		xf_tx_issue(x);
+		xf_tx_advance(x);
+		xf_tx_issue(x);
+	}
+	return n;
+}
+
+void xf_progress_once(struct hkv_xfer *x)
+{
+	step(x);
+}
+
+HKV_API int hkv_xfer_progress(struct hkv_xfer *x)
+{
+	if (!x)
+		return 0;
+	x->completed = 0;
+	step(x);
+	return (int)x->completed;
+}
+
+static struct xf_tx *tx_find(struct hkv_xfer *x, uint64_t id, struct xf_tx ***link)
+{
+	struct xf_tx **pp, *tx;
+
+	for (pp = &x->txs; (tx = *pp); pp = &tx->next)
+		if (tx->id == id) {
+			*link = pp;
+			return tx;
+		}
+	return NULL;
+}
+
+HKV_API int hkv_xfer_test(struct hkv_xfer *x, uint64_t id)
+{
+	struct xf_tx *tx, **pp;
+	int r;
+
+	if (!x)
+		return -EINVAL;
+	tx = tx_find(x, id, &pp);
+	if (!tx)
+		return -ENOENT;
+	if (tx->state != XF_TX_ENDED)
+		return -EINPROGRESS;
+	r = tx->result;
+	*pp = tx->next;
+	xf_tx_free(tx);
+	return r;
+}
+
+/* for id 0: collect every ended transfer; -EINPROGRESS while any runs */
+static int test_all(struct hkv_xfer *x, int *first_err)
+{
+	struct xf_tx **pp = &x->txs, *tx;
+	bool running = false;
+
+	while ((tx = *pp)) {
+		if (tx->state != XF_TX_ENDED) {
+			running = true;
+		} else if (tx->collect) {
+			if (tx->result && !*first_err)
+				*first_err = tx->result;
+			*pp = tx->next;
+			xf_tx_free(tx);
+			continue;
+		}
+		pp = &tx->next;
+	}
+	return running ? -EINPROGRESS : *first_err;
+}
+
+static void idle(struct hkv_xfer *x, unsigned *spins)
+{
+	if (x->flags & HKV_XFER_NO_WAIT_IDLE || ++*spins < XF_IDLE_SPINS)
+		return;
+	if (*spins < 4 * XF_IDLE_SPINS) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, 50000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+HKV_API int hkv_xfer_wait(struct hkv_xfer *x, uint64_t id, int timeout_ms)
+{
+	uint64_t deadline;
+	unsigned spins = 0;
+	int first_err = 0, r;
+
+	if (!x || timeout_ms < 0)
+		return -EINVAL;
+	deadline = timeout_ms ? xf_deadline(timeout_ms) : UINT64_MAX;
+	for (;;) {
+		r = id ? hkv_xfer_test(x, id) : test_all(x, &first_err);
+		if (r != -EINPROGRESS)
+			return r;
+		if (xf_now_ns() >= deadline)
+			return -EAGAIN;
+		if (step(x))
+			spins = 0;
+		else
+			idle(x, &spins);
+	}
+}

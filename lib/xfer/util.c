@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * util.c - UCX status to errno, clocks, "HOST:PORT" parsing, logging.
+ */
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "internal.h"
+
+/**
+ * xf_errno() - a UCX status as a negative errno
+ * @st: the status (UCS_OK gives 0)
+ *
+ * Return: 0 or -errno; unknown failures are -EIO.
+ */
+int xf_errno(ucs_status_t st)
+{
+	switch (st) {
+	case UCS_OK:			return 0;
+	case UCS_INPROGRESS:		return -EINPROGRESS;
+	case UCS_ERR_NO_MEMORY:		return -ENOMEM;
+	case UCS_ERR_INVALID_PARAM:	return -EINVAL;
+	case UCS_ERR_INVALID_ADDR:	return -EINVAL;
+	case UCS_ERR_UNSUPPORTED:	return -EOPNOTSUPP;
+	case UCS_ERR_UNREACHABLE:	return -EHOSTUNREACH;
+	case UCS_ERR_REJECTED:		return -ECONNREFUSED;
+	case UCS_ERR_NOT_CONNECTED:	return -ENOTCONN;
+	case UCS_ERR_CONNECTION_RESET:	return -ECONNRESET;
+	case UCS_ERR_ENDPOINT_TIMEOUT:	return -ETIMEDOUT;
+	case UCS_ERR_TIMED_OUT:		return -ETIMEDOUT;
+	case UCS_ERR_CANCELED:		return -ECANCELED;
+	case UCS_ERR_BUSY:		return -EADDRINUSE;
+	case UCS_ERR_NO_RESOURCE:	return -EAGAIN;
+	case UCS_ERR_EXCEEDS_LIMIT:	return -E2BIG;
+	case UCS_ERR_NO_DEVICE:		return -ENODEV;
+	default:			return -EIO;
+	}
+}
+
+uint64_t xf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* absolute deadline for a limit in ms; < 0 = none (UINT64_MAX) */
+uint64_t xf_deadline(int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return UINT64_MAX;
+	return xf_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/**
+ * xf_parse_addr() - "HOST:PORT" into a socket address (IPv4 or a name)
+ * @addr: the string; the port is after the last ':'
+ * @ss: receives the address
+ * @len: receives its length
+ *
+ * Return: 0, or -EINVAL.
+ */
+int xf_parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char host[256], *end;
+	const char *colon;
+	unsigned long port;
+	size_t hl;
+
+	if (!addr || !(colon = strrchr(addr, ':')))
+		return -EINVAL;
+	hl = (size_t)(colon - addr);
+	if (hl == 0 || hl >= sizeof(host))
+		return -EINVAL;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end || errno || port > 65535)
+		return -EINVAL;
+	memcpy(host, addr, hl);
+	host[hl] = '\0';
+	if (getaddrinfo(host, NULL, &hints, &res) || !res)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int log_level(void)
+{
+	static int level = -2;
+	const char *s;
+
+	if (level != -2)
+		return level;
+	s = getenv("HUGEKV_LOG");
+	level = 1;
+	if (s && !strcmp(s, "quiet"))
+		level = -1;
+	else if (s && !strcmp(s, "error"))
+		level = 0;
+	else if (s && !strcmp(s, "info"))
+		level = 2;
+	else if (s && !strcmp(s, "debug"))
+		level = 3;
+	return level;
+}
+
+/**
+ * xf_log() - a message on stderr, filtered like the core's (HUGEKV_LOG)
+ * @level: 0 error, 1 warning, 2 info, 3 debug
+ * @fmt: printf format
+ */
+void xf_log(int level, const char *fmt, ...)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	va_list ap;
+
+	if (level > log_level())
+		return;
+	fprintf(stderr, "hugekv-xfer: %s: ", names[level & 3]);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}

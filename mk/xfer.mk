@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# xfer.mk - libhugekv-xfer.so: KV transfers between pools over UCX, in its
+# own library (lib/xfer/, never linked into libhugekv.so) with its header,
+# version script, soname and generated hugekv-xfer.pc; the hkv-xfer tool;
+# `check-xfer` (two processes on one host, two network namespaces, the
+# fault cases; root, real UCX). All of it only where `pkg-config ucx`
+# finds UCX; otherwise hkv-xfer is left out of the tools.
+
+UCX_CFLAGS	:= $(shell pkg-config --cflags ucx 2>/dev/null)
+UCX_LIBS	:= $(shell pkg-config --libs ucx 2>/dev/null)
+HAVE_UCX	:= $(shell pkg-config --exists ucx 2>/dev/null && echo 1)
+
+ifeq ($(HAVE_UCX),1)
+
+XFER_VERSION	:= 0.1.0
+XFER_SONAME	:= libhugekv-xfer.so.0
+XFER_SRCS	:= $(wildcard lib/xfer/*.c)
+XFER_OBJS	:= $(XFER_SRCS:%.c=$(BUILD)/%.o)
+XFER_SHLIB	:= $(BUILD)/libhugekv-xfer.so.$(XFER_VERSION)
+XFER_MAP	:= lib/xfer/libhugekv-xfer.map
+XFER_TEST	:= $(BUILD)/tests/xfer-test
+
+lib: $(BUILD)/libhugekv-xfer.so $(BUILD)/hugekv-xfer.pc
+
+$(BUILD)/lib/xfer/%.o: lib/xfer/%.c include/hugekv-xfer.h include/hugekv.h $(wildcard lib/xfer/*.h)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) -Ilib/xfer -c $< -o $@
+
+$(XFER_SHLIB): $(XFER_OBJS) $(XFER_MAP) $(BUILD)/libhugekv.so
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared $(HKV_LDFLAGS) -Wl,-soname,$(XFER_SONAME) \
+		-Wl,--version-script=$(XFER_MAP) -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' \
+		$(XFER_OBJS) -L$(BUILD) -lhugekv $(UCX_LIBS) -o $@
+	$(Q)scripts/check-exports include/hugekv-xfer.h $(XFER_MAP) $@
+
+$(BUILD)/$(XFER_SONAME): $(XFER_SHLIB)
+	$(Q)ln -sf $(notdir $<) $@
+
+$(BUILD)/libhugekv-xfer.so: $(BUILD)/$(XFER_SONAME)
+	$(Q)ln -sf $(XFER_SONAME) $@
+
+define gen_xfer_pc
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' \
+		'includedir=$(INCLUDEDIR)' '' 'Name: hugekv-xfer' \
+		'Description: KV page transfers between hugekv pools over UCX' \
+		'Version: $(XFER_VERSION)' 'Requires: hugekv' 'Requires.private: ucx' \
+		'Libs: -L$${libdir} -lhugekv-xfer' 'Cflags: -I$${includedir}' > $(1)
+endef
+
+$(BUILD)/hugekv-xfer.pc: mk/xfer.mk
+	$(call msg,GEN,$@)
+	$(Q)$(call gen_xfer_pc,$@)
+
+TOOL_DEPS_hkv-xfer := $(BUILD)/libhugekv-xfer.so include/hugekv-xfer.h
+TOOL_LIBS_hkv-xfer := -lhugekv-xfer $(UCX_LIBS)
+
+# the fault and protocol test: a C program that forks its peer
+$(XFER_TEST): tests/xfer/xfer-test.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
+		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
+
+.PHONY: check-xfer install-xfer xfer-test
+xfer-test: $(XFER_TEST) $(BUILD)/hkv-xfer
+
+# real UCX endpoints, real hugepages, real network namespaces (root)
+check-xfer: $(XFER_TEST) $(BUILD)/hkv-xfer
+	$(Q)tests/xfer/run --build $(BUILD)
+
+CHECK_EXTRA	+= check-xfer
+
+install:: install-xfer
+
+install-xfer: $(BUILD)/libhugekv-xfer.so
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0755 $(XFER_SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(XFER_SHLIB)) $(DESTDIR)$(LIBDIR)/$(XFER_SONAME)
+	ln -sf $(XFER_SONAME) $(DESTDIR)$(LIBDIR)/libhugekv-xfer.so
+	install -m 0644 include/hugekv-xfer.h $(DESTDIR)$(INCLUDEDIR)/
+	$(call gen_xfer_pc,$(DESTDIR)$(PKGCONFIGDIR)/hugekv-xfer.pc)
+
+else
+
+TOOLS		:= $(filter-out hkv-xfer,$(TOOLS))
+TOOL_BINS	:= $(filter-out $(BUILD)/hkv-xfer,$(TOOL_BINS))
+
+.PHONY: check-xfer
+check-xfer:
+	@echo "check-xfer: SKIP: UCX not found (pkg-config ucx; apt-get install libucx-dev)"
+
+endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * hkv-xfer.h - the parts of hkv-xfer: a pool churned like a live cache
+ * (churn.c), the byte pattern a sender writes and a receiver verifies
+ * (pattern.c), serve/send (main.c), bench (bench.c).
+ */
+#ifndef HKV_XFER_TOOL_H
+#define HKV_XFER_TOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hugekv.h"
+#include "hugekv-xfer.h"
+
+#define HKV_XFER_TOOL_VERSION	"0.1.0"
+
+#define XMIN(a, b)	((a) < (b) ? (a) : (b))
+
+/* exit codes: 0 ok, 1 failure (transfer, verification), 2 bad usage */
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct pool_args {
+	uint64_t pages, page_bytes;
+	int backing;
+	double occupancy;		/* 0 = no churn: pages allocated in order */
+	uint64_t seed;
+};
+
+/* the pages a side takes part with: the live allocations after churn */
+struct page_set {
+	struct hkv_extent *ext;
+	unsigned n;
+	uint64_t pages;
+};
+
+int churn_pool(struct hkv_pool *pool, const struct pool_args *a, struct page_set *set);
+void page_set_free(struct page_set *set);
+/* pages [from, from+count) of the set, as extents */
+unsigned page_set_slice(const struct page_set *set, uint64_t from, uint64_t count,
+			struct hkv_extent *out, unsigned max);
+
+void pattern_fill(void *page, uint64_t bytes, uint64_t salt, uint64_t k);
+/* 0 if the page holds the pattern; else the first bad byte offset + 1 */
+uint64_t pattern_check(const void *page, uint64_t bytes, uint64_t *salt, uint64_t *k);
+
+int parse_backing(const char *s);
+int parse_size(const char *s, uint64_t *out);
+int bench_main(int argc, char **argv, const char *self);
+
+#endif

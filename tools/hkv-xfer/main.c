@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * hkv-xfer - move KV pages between two hugekv pools over UCX.
+ *
+ *   hkv-xfer serve --listen HOST:PORT [pool options]
+ *   hkv-xfer send --connect HOST:PORT [pool options] [--xfer-pages N] ...
+ *   hkv-xfer bench [--mode tcp|shm|netns] ...
+ *
+ * Each side creates its own pool and churns it to --occupancy, so its
+ * extents look like a live cache's. The sender replays the receiver's
+ * churn (same seed) on an index-only copy to know which of the
+ * receiver's pages are allocated, writes a pattern into its own pages,
+ * puts them there, and reads them back at the end; the receiver checks
+ * the pattern of every page of every transfer it granted.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hkv-xfer.h"
+
+#define MAX_SLICE	(1u << 16)
+#define SALT_FULL	(1ull << 63)	/* the receiver checks every byte */
+
+struct args {
+	struct pool_args pool, remote;
+	const char *addr;
+	uint64_t xfer_pages, total_pages;
+	unsigned rounds, depth, inflight, count;
+	int timeout_ms;
+	uint64_t reg_chunk;
+	bool json, per_page, verify_all, quiet, readback;
+	bool remote_seed_set;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: hkv-xfer serve --listen HOST:PORT [options]\n"
+"       hkv-xfer send --connect HOST:PORT [options]\n"
+"       hkv-xfer bench [bench options]     (hkv-xfer bench --help)\n"
+"       hkv-xfer --help | --version\n"
+"\n"
+"Move KV pages between two hugekv pools over UCX (UCX_TLS etc. apply).\n"
+"\n"
+"pool options (both sides):\n"
+"  --pages N          KV pages in the pool (default 16384)\n"
+"  --page-bytes B     bytes per page, K/M/G suffixes (default 64K)\n"
+"  --backing B        auto|1g|2m|thp|4k (default 2m)\n"
+"  --occupancy F      churn the pool to this fraction first (default 0.95;\n"
+"                     0 = no churn, one extent)\n"
+"  --seed S           churn seed (serve default 2, send default 1)\n"
+"  --reg-chunk B      registration chunk bytes (default: one per region)\n"
+"  --inflight N       UCX operations in flight at most (default 64)\n"
+"  --timeout MS       transfer/connect limit (default 10000)\n"
+"  --json             one JSON object on stdout\n"
+"serve:\n"
+"  --listen HOST:PORT listen (port 0: any; the port is printed)\n"
+"  --count N          peers to serve, one after another (default 1)\n"
+"  --verify all|full  check every byte of every transfer (all, default), or\n"
+"                     only of transfers the sender marks (full) and the\n"
+"                     headers of the others\n"
+"send:\n"
+"  --connect HOST:PORT\n"
+"  --xfer-pages N     pages per transfer (default 1024)\n"
+"  --total-pages N    pages per round (default: all live pages of both)\n"
+"  --rounds R         timed rounds (default 1), then one that the receiver\n"
+"                     checks in full (stats are of the timed rounds)\n"
+"  --depth D          transfers in flight (default 1)\n"
+"  --per-page         one UCX operation per page (the comparison)\n"
+"  --remote-seed S    receiver's churn seed (default: serve's default)\n"
+"  --remote-pages N   receiver's pages (default --pages)\n"
+"  --no-readback      do not read the pages back and verify them\n"
+"\n"
+"exit: 0 done and verified, 1 failure, 2 bad usage\n");
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i') + (end[*end == 'i'] == 'B');
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int parse_backing(const char *s)
+{
+	static const char *const names[] = { "auto", "1g", "2m", "thp", "4k" };
+	unsigned i;
+
+	for (i = 0; i < 5; i++)
+		if (!strcmp(s, names[i]))
+			return (int)i;
+	return -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+enum { O_PAGES = 256, O_PB, O_BACKING, O_OCC, O_SEED, O_CHUNK, O_INFL, O_TIMEOUT, O_JSON,
+       O_LISTEN, O_COUNT, O_VERIFY, O_CONNECT, O_XP, O_TOTAL, O_ROUNDS, O_DEPTH,
+       O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET };
+
+static const struct option lopts[] = {
+	{ "pages", 1, 0, O_PAGES }, { "page-bytes", 1, 0, O_PB }, { "backing", 1, 0, O_BACKING },
+	{ "occupancy", 1, 0, O_OCC }, { "seed", 1, 0, O_SEED }, { "reg-chunk", 1, 0, O_CHUNK },
+	{ "inflight", 1, 0, O_INFL }, { "timeout", 1, 0, O_TIMEOUT }, { "json", 0, 0, O_JSON },
+	{ "listen", 1, 0, O_LISTEN }, { "count", 1, 0, O_COUNT }, { "verify", 1, 0, O_VERIFY },
+	{ "connect", 1, 0, O_CONNECT }, { "xfer-pages", 1, 0, O_XP },
+	{ "total-pages", 1, 0, O_TOTAL }, { "rounds", 1, 0, O_ROUNDS }, { "depth", 1, 0, O_DEPTH },
+	{ "per-page", 0, 0, O_PERPAGE }, { "remote-seed", 1, 0, O_RSEED },
+	{ "remote-pages", 1, 0, O_RPAGES }, { "no-readback", 0, 0, O_NORB },
+	{ "quiet", 0, 0, O_QUIET }, { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
+};
+
+static int parse_u(const char *s, unsigned *out, unsigned min)
+{
+	uint64_t v;
+
+	if (parse_size(s, &v) || v < min || v > (1u << 30))
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, bool serve, struct args *a)
+{
+	uint64_t v;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->pool = (struct pool_args){ 16384, 65536, HKV_BACKING_HUGE_2M, 0.95, serve ? 2 : 1 };
+	a->xfer_pages = 1024;
+	a->rounds = a->depth = a->count = 1;
+	a->verify_all = a->readback = true;
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		bool bad = false;
+
+		switch (c) {
+		case O_PAGES:
+			bad = parse_size(optarg, &a->pool.pages) || !a->pool.pages;
+			break;
+		case O_PB:
+			bad = parse_size(optarg, &a->pool.page_bytes) || a->pool.page_bytes < 64 ||
+			      a->pool.page_bytes % 8;
+			break;
+		case O_BACKING:
+			bad = (a->pool.backing = parse_backing(optarg)) < 0;
+			break;
+		case O_OCC:
+			a->pool.occupancy = strtod(optarg, NULL);
+			bad = a->pool.occupancy < 0 || a->pool.occupancy >= 1;
+			break;
+		case O_SEED:
+			bad = parse_size(optarg, &a->pool.seed);
+			break;
+		case O_CHUNK:
+			bad = parse_size(optarg, &a->reg_chunk);
+			break;
+		case O_INFL:
+			bad = parse_u(optarg, &a->inflight, 1);
+			break;
+		case O_TIMEOUT:
+			bad = parse_size(optarg, &v) || !v || v > 3600000;
+			a->timeout_ms = (int)v;
+			break;
+		case O_JSON:
+			a->json = true;
+			break;
+		case O_QUIET:
+			a->quiet = true;
+			break;
+		case O_LISTEN:
+		case O_CONNECT:
+			bad = serve != (c == O_LISTEN);
+			a->addr = optarg;
+			break;
+		case O_COUNT:
+			bad = !serve || parse_u(optarg, &a->count, 1);
+			break;
+		case O_VERIFY:
+			a->verify_all = !strcmp(optarg, "all");
+			bad = !serve || (!a->verify_all && strcmp(optarg, "full"));
+			break;
+		case O_XP:
+			bad = serve || parse_size(optarg, &a->xfer_pages) || !a->xfer_pages;
+			break;
+		case O_TOTAL:
+			bad = serve || parse_size(optarg, &a->total_pages);
+			break;
+		case O_ROUNDS:
+			bad = serve || parse_u(optarg, &a->rounds, 1);
+			break;
+		case O_DEPTH:
+			bad = serve || parse_u(optarg, &a->depth, 1);
+			break;
+		case O_PERPAGE:
+			bad = serve;
+			a->per_page = true;
+			break;
+		case O_RSEED:
+			bad = serve || parse_size(optarg, &a->remote.seed);
+			a->remote_seed_set = true;
+			break;
+		case O_RPAGES:
+			bad = serve || parse_size(optarg, &a->remote.pages);
+			break;
+		case O_NORB:
+			bad = serve;
+			a->readback = false;
+			break;
+		case O_HELP:
+			usage(stdout);
+			exit(0);
+		default:
+			bad = true;
+		}
+		if (bad)
+			return -1;
+	}
+	if (optind != argc || !a->addr)
+		return -1;
+	if (!a->remote.pages)
+		a->remote.pages = a->pool.pages;
+	if (!a->remote_seed_set)
+		a->remote.seed = 2;
+	a->remote.page_bytes = a->pool.page_bytes;
+	a->remote.occupancy = a->pool.occupancy;
+	return 0;
+}
+
+static int make_pool(const struct pool_args *pa, bool index_only, struct hkv_pool **pool,
+		     struct page_set *set)
+{
+	struct hkv_pool_opts o = {
+		.sz = sizeof(o), .npages = pa->pages,
+		.page_bytes = index_only ? 0 : pa->page_bytes,
+		.backing = index_only ? HKV_BACKING_NONE : pa->backing, .numa_node = -1,
+	};
+	int err = hkv_pool_create(&o, pool);
+
+	if (err) {
+		fprintf(stderr, "hkv-xfer: pool of %" PRIu64 " pages of %" PRIu64 " bytes: %s\n",
+			pa->pages, pa->page_bytes, hkv_strerror(err));
+		return err;
+	}
+	err = churn_pool(*pool, pa, set);
+	if (err) {
+		fprintf(stderr, "hkv-xfer: churn: %s\n", hkv_strerror(err));
+		hkv_pool_destroy(*pool);
+	}
+	return err;
+}
+
+static int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x)
+{
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .max_inflight = a->inflight,
+				   .timeout_ms = a->timeout_ms, .reg_chunk_bytes = a->reg_chunk };
+	int err = hkv_xfer_create(pool, &o, x);
+
+	if (err)
+		fprintf(stderr, "hkv-xfer: endpoint: %s\n", hkv_strerror(err));
+	return err;
+}
+
+/* ---- serve ------------------------------------------------------------ */
+
+struct serve {
+	struct hkv_pool *pool;
+	uint64_t page_bytes, transfers, pages_checked, bytes_checked, bad_pages, ended_bad;
+	bool verify_all;
+};
+
+static int on_access(void *ctx, struct hkv_xfer_peer *peer, unsigned event, unsigned op,
+		     const struct hkv_extent *ext, unsigned n, int result)
+{
+	struct serve *sv = ctx;
+	uint64_t k = 0, salt0 = 0, salt, pk, bad;
+	unsigned i;
+	bool full;
+
+	(void)peer;
+	if (event != HKV_XFER_ACCESS_END || op != HKV_XFER_OP_PUT)
+		return 0;
+	if (result) {
+		sv->ended_bad++;
+		return 0;
+	}
+	sv->transfers++;
+	for (i = 0; i < n; i++) {
+		uint64_t p;
+
+		for (p = ext[i].start; p < ext[i].start + ext[i].len; p++, k++) {
+			const uint64_t *w = hkv_page_ptr(sv->pool, p);
+
+			if (k == 0)
+				salt0 = w[0];
+			full = sv->verify_all || (salt0 & SALT_FULL) || k == 0;
+			if (full) {
+				bad = pattern_check(w, sv->page_bytes, &salt, &pk);
+				sv->bytes_checked += sv->page_bytes;
+			} else {
+				bad = 0, salt = w[0], pk = w[1];
+				sv->bytes_checked += 16;
+			}
+			if (bad || salt != salt0 || pk != k) {
+				if (sv->bad_pages++ < 5)
+					fprintf(stderr, "hkv-xfer serve: page %" PRIu64 " (page %" PRIu64
+						" of the transfer): bad at byte %" PRIu64 "\n", p, k,
+						bad ? bad - 1 : 0);
+			}
+			sv->pages_checked++;
+		}
+	}
+	return 0;
+}
+
+static int do_serve(const struct args *a)
+{
+	struct serve sv = { .page_bytes = a->pool.page_bytes, .verify_all = a->verify_all };
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	struct hkv_xfer *x;
+	struct page_set set;
+	unsigned port, i, spins;
+	int err, rc = 0;
+
+	if (make_pool(&a->pool, false, &sv.pool, &set))
+		return EXIT_FAIL;
+	if (make_xfer(sv.pool, a, &x))
+		goto out_pool;
+	hkv_xfer_set_access_fn(x, on_access, &sv);
+	err = hkv_xfer_listen(x, a->addr, &port);
+	if (err) {
+		fprintf(stderr, "hkv-xfer serve: listen on %s: %s\n", a->addr, hkv_strerror(err));
+		rc = EXIT_FAIL;
+		goto out_x;
+	}
+	fprintf(a->json ? stderr : stdout, "listening on port %u, %" PRIu64 " live pages in %u extents\n",
+		port, set.pages, set.n);
+	fflush(NULL);
+	for (i = 0; i < a->count; i++) {
+		struct hkv_xfer_peer *p;
+
+		err = hkv_xfer_accept(x, -1, &p);
+		if (err) {
+			fprintf(stderr, "hkv-xfer serve: accept: %s\n", hkv_strerror(err));
+			rc = EXIT_FAIL;
+			break;
+		}
+		/* the target's CPU answers grants (and drives tcp's RMA) */
+		for (spins = 0; !hkv_xfer_peer_error(p); spins++) {
+			hkv_xfer_progress(x);
+			if (spins % 1024 == 1023)
+				sched_yield();
+		}
+		hkv_xfer_peer_close(p);
+	}
+	hkv_xfer_stats(x, NULL, &st);
+	if (hkv_check(sv.pool)) {
+		fprintf(stderr, "hkv-xfer serve: pool check failed\n");
+		rc = EXIT_FAIL;
+	}
+	if (sv.bad_pages)
+		rc = EXIT_FAIL;
+	if (a->json)
+		printf("{\"role\":\"serve\",\"transfers\":%" PRIu64 ",\"pages_checked\":%" PRIu64
+		       ",\"bytes_checked\":%" PRIu64 ",\"bad_pages\":%" PRIu64 ",\"failed_transfers\":%"
+		       PRIu64 ",\"grants\":%" PRIu64 ",\"grants_refused\":%" PRIu64
+		       ",\"verified\":%s}\n", sv.transfers, sv.pages_checked, sv.bytes_checked,
+		       sv.bad_pages, sv.ended_bad, st.grants, st.grants_refused,
+		       !sv.bad_pages && sv.transfers ? "true" : "false");
+	else
+		printf("served %" PRIu64 " transfers, %" PRIu64 " pages checked (%" PRIu64
+		       " bytes), %" PRIu64 " bad: %s\n", sv.transfers, sv.pages_checked,
+		       sv.bytes_checked, sv.bad_pages, sv.bad_pages ? "FAILED" : "verified");
+out_x:
+	hkv_xfer_destroy(x);
+out_pool:
+	hkv_pool_destroy(sv.pool);
+	page_set_free(&set);
+	return rc;
+}
+
+/* ---- send ------------------------------------------------------------- */
+
+struct slice {
+	struct hkv_extent *l, *r;
+	unsigned nl, nr;
+	uint64_t pages, id;
+};
+
+static int plan_slices(const struct args *a, const struct page_set *loc, const struct page_set *rem,
+		       struct slice **out, unsigned *nout)
+{
+	uint64_t total = a->total_pages ? a->total_pages : XMIN(loc->pages, rem->pages), from;
+	unsigned n = 0, cap = (unsigned)((total + a->xfer_pages - 1) / a->xfer_pages);
+	struct slice *s;
+
+	if (total > loc->pages || total > rem->pages) {
+		fprintf(stderr, "hkv-xfer send: %" PRIu64 " pages per round, but %" PRIu64
+			" live here and %" PRIu64 " there\n", total, loc->pages, rem->pages);
+		return -EINVAL;
+	}
+	s = calloc(cap ? cap : 1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (from = 0; from < total; from += a->xfer_pages, n++) {
+		uint64_t cnt = XMIN(a->xfer_pages, total - from);
+
+		s[n].pages = cnt;
+		s[n].l = malloc(sizeof(*s[n].l) * MAX_SLICE);
+		s[n].r = malloc(sizeof(*s[n].r) * MAX_SLICE);
+		if (!s[n].l || !s[n].r)
+			return -ENOMEM;
+		s[n].nl = page_set_slice(loc, from, cnt, s[n].l, MAX_SLICE);
+		s[n].nr = page_set_slice(rem, from, cnt, s[n].r, MAX_SLICE);
+		if (!s[n].nl || !s[n].nr)
+			return -E2BIG;
+	}
+	*out = s;
+	*nout = n;
+	return 0;
+}
+
+static void fill_slice(struct hkv_pool *pool, const struct slice *s, uint64_t pb, uint64_t salt)
+{
+	uint64_t k = 0, p;
+	unsigned i;
+
+	for (i = 0; i < s->nl; i++)
+		for (p = s->l[i].start; p < s->l[i].start + s->l[i].len; p++)
+			pattern_fill(hkv_page_ptr(pool, p), pb, salt, k++);
+}
+
+static uint64_t check_slice(struct hkv_pool *pool, const struct slice *s, uint64_t pb, uint64_t salt)
+{
+	uint64_t k = 0, p, bad = 0, gs, gk;
+	unsigned i;
+
+	for (i = 0; i < s->nl; i++)
+		for (p = s->l[i].start; p < s->l[i].start + s->l[i].len; p++, k++)
+			if (pattern_check(hkv_page_ptr(pool, p), pb, &gs, &gk) || gs != salt || gk != k)
+				bad++;
+	return bad;
+}
+
+/* one round: every slice once, depth transfers in flight */
+static int run_round(struct hkv_xfer *x, struct hkv_xfer_peer *peer, struct slice *s, unsigned n,
+		     const struct args *a, bool get)
+{
+	unsigned next = 0, done = 0, i;
+	int err;
+
+	while (done < n) {
+		while (next < n && next - done < a->depth) {
+			struct hkv_xfer_req rq = {
+				.sz = sizeof(rq), .local = s[next].l, .nlocal = s[next].nl,
+				.remote = s[next].r, .nremote = s[next].nr,
+				.flags = a->per_page && !get ? HKV_XFER_PER_PAGE : 0,
+			};
+
+			err = get ? hkv_xfer_get(peer, &rq, &s[next].id)
+				  : hkv_xfer_put(peer, &rq, &s[next].id);
+			if (err) {
+				fprintf(stderr, "hkv-xfer send: submit: %s\n", hkv_strerror(err));
+				return err;
+			}
+			next++;
+		}
+		i = done;
+		err = hkv_xfer_wait(x, s[i].id, 0);
+		if (err) {
+			fprintf(stderr, "hkv-xfer send: transfer %u: %s\n", i, hkv_strerror(err));
+			for (i++; i < next; i++)
+				hkv_xfer_wait(x, s[i].id, 0);
+			return err;
+		}
+		done++;
+	}
+	return 0;
+}
+
+static int do_send(const struct args *a)
+{
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	struct hkv_pool *pool, *shadow;
+	struct page_set loc, rem;
+	struct hkv_xfer_peer *peer;
+	struct slice *s = NULL;
+	struct hkv_xfer *x;
+	unsigned n = 0, r, i;
+	uint64_t bad = 0, salt = 0, timed_bytes = 0;
+	double t_total = 0, t0;
+	int err, rc = EXIT_FAIL;
+
+	if (make_pool(&a->pool, false, &pool, &loc))
+		return EXIT_FAIL;
+	if (make_pool(&a->remote, true, &shadow, &rem))
+		goto out_pool;
+	if (plan_slices(a, &loc, &rem, &s, &n))
+		goto out_shadow;
+	if (make_xfer(pool, a, &x))
+		goto out_shadow;
+	err = hkv_xfer_connect(x, a->addr, 0, &peer);
+	if (err) {
+		fprintf(stderr, "hkv-xfer send: connect to %s: %s\n", a->addr, hkv_strerror(err));
+		goto out_x;
+	}
+	/* the timed rounds, then one more that the receiver checks in full */
+	for (r = 0; r <= a->rounds; r++) {
+		bool check = r == a->rounds;
+
+		if (check)
+			hkv_xfer_stats(x, peer, &st);
+		for (i = 0; i < n; i++)
+			fill_slice(pool, &s[i], a->pool.page_bytes,
+				   ((uint64_t)r * n + i + 1) | (check ? SALT_FULL : 0));
+		t0 = now_s();
+		if (run_round(x, peer, s, n, a, false))
+			goto out_peer;
+		if (!check) {
+			t_total += now_s() - t0;
+			for (i = 0; i < n; i++)
+				timed_bytes += s[i].pages * a->pool.page_bytes;
+		}
+		if (!a->quiet && !a->json)
+			fprintf(stderr, "round %u/%u%s: %.3f s\n", r + 1, a->rounds + 1,
+				check ? " (checked in full)" : "", now_s() - t0);
+	}
+	if (a->readback) {
+		struct args ga = *a;
+
+		ga.per_page = false;
+		for (i = 0; i < n; i++)
+			fill_slice(pool, &s[i], a->pool.page_bytes, 0);	/* overwrite */
+		if (run_round(x, peer, s, n, &ga, true))
+			goto out_peer;
+		for (i = 0; i < n; i++) {
+			salt = ((uint64_t)a->rounds * n + i + 1) | SALT_FULL;
+			bad += check_slice(pool, &s[i], a->pool.page_bytes, salt);
+		}
+		if (bad)
+			fprintf(stderr, "hkv-xfer send: %" PRIu64 " pages read back wrong\n", bad);
+	}
+	rc = bad || hkv_check(pool) ? EXIT_FAIL : 0;
+	if (a->json)
+		printf("{\"role\":\"send\",\"per_page\":%s,\"transfers\":%" PRIu64 ",\"pages\":%" PRIu64
+		       ",\"bytes\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"ops_per_transfer\":%.2f"
+		       ",\"extents_per_transfer\":%.2f,\"seconds\":%.6f,\"gbps\":%.3f"
+		       ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f"
+		       ",\"grant_p50_us\":%.1f,\"max_ops_inflight\":%" PRIu64 ",\"verified\":%s}\n",
+		       a->per_page ? "true" : "false", st.transfers, st.pages, st.bytes, st.ops,
+		       st.ops_per_transfer, st.transfers ? (double)st.extents_in / st.transfers : 0,
+		       t_total, t_total > 0 ? timed_bytes / t_total / 1e9 : 0, st.lat_p50_ns / 1e3,
+		       st.lat_p99_ns / 1e3, st.lat_max_ns / 1e3, st.grant_p50_ns / 1e3,
+		       st.max_ops_inflight, a->readback && !rc ? "true" : "false");
+	else
+		printf("sent %" PRIu64 " transfers, %" PRIu64 " bytes: %.3f GB/s, %.2f ops per "
+		       "transfer, latency p50 %.1f us p99 %.1f us; read back: %s\n", st.transfers,
+		       st.bytes, t_total > 0 ? timed_bytes / t_total / 1e9 : 0, st.ops_per_transfer,
+		       st.lat_p50_ns / 1e3, st.lat_p99_ns / 1e3,
+		       !a->readback ? "skipped" : rc ? "FAILED" : "verified");
+out_peer:
+	hkv_xfer_peer_close(peer);
+out_x:
+	hkv_xfer_destroy(x);
+out_shadow:
+	for (i = 0; i < n; i++)
+		free(s[i].l), free(s[i].r);
+	free(s);
+	hkv_pool_destroy(shadow);
+	page_set_free(&rem);
+out_pool:
+	hkv_pool_destroy(pool);
+	page_set_free(&loc);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	const char *cmd = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("hkv-xfer %s\n", HKV_XFER_TOOL_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "bench"))
+		return bench_main(argc - 1, argv + 1, argv[0]);
+	if (strcmp(cmd, "serve") && strcmp(cmd, "send")) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (parse_args(argc - 1, argv + 1, !strcmp(cmd, "serve"), &a)) {
+		fprintf(stderr, "hkv-xfer %s: bad usage (hkv-xfer --help)\n", cmd);
+		return EXIT_USAGE;
+	}
+	return !strcmp(cmd, "serve") ? do_serve(&a) : do_send(&a);
+}
