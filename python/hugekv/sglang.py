@@ -45,6 +45,23 @@ def _not_allocated(pool, pages):
     return np.union1d(bad, uniq[counts > 1])
 
 
+def _one_run(indices, ps):
+    """[[page, npages]] when @indices (a CPU torch tensor) is one aligned run
+    of whole pages, else None: the fast path of free()."""
+    if type(indices).__module__ != "torch" or indices.dim() != 1 or indices.device.type != "cpu":
+        return None
+    n = indices.numel()
+    if n == 0 or n % ps or indices.dtype.is_floating_point:
+        return None
+    first = int(indices[0])
+    if first % ps or first < 0:
+        return None
+    torch = _torch()
+    if not torch.equal(indices.to(torch.int64), torch.arange(first, first + n, dtype=torch.int64)):
+        return None
+    return np.array([[first // ps, n // ps]], dtype=np.int64)
+
+
 class _ReadOnly:
     """A property that reads through @getter and refuses assignment."""
 
@@ -105,27 +122,36 @@ class HostPoolMixin:
                 taken = pages[np.isin(pages, free)]
                 assert taken.size == 0, _DOUBLE_ALLOC.format(
                     _tok.extents_to_tokens(_tok.pages_to_extents(taken), ps).tolist())
+            if ext.shape[0] == 1:               # the common case: one run
+                torch = _torch()
+                s, n = int(ext[0, 0]) * ps, int(ext[0, 1]) * ps
+                return torch.arange(s, s + n, dtype=torch.int64)
             return _tok.extents_to_tokens(ext, ps, device="cpu")
 
     def free(self, indices):
         with self._hkv_lock():
-            tok = _to_np(indices)
-            if tok.size == 0:
-                return 0
             ps = self._hkv_page_size
             pool = self._hkv_pool
-            try:
-                ext = _tok.tokens_to_extents(tok, ps)
-            except ValueError as e:
-                raise ValueError(f"host pool free: {e}") from None
+            ext = _one_run(indices, ps)
+            tok = None
+            if ext is None:
+                tok = _to_np(indices)
+                if tok.size == 0:
+                    return 0
+                try:
+                    ext = _tok.tokens_to_extents(tok, ps)
+                except ValueError as e:
+                    raise ValueError(f"host pool free: {e}") from None
             try:
                 pool.free(ext)
+                return int(ext[:, 1].sum()) * ps
             except Exception:
+                if tok is None:
+                    tok = _to_np(indices)
                 pages = tok.reshape(-1, ps)[:, 0] // ps if ps > 1 else tok
                 bad = _not_allocated(pool, pages[(pages >= 0) & (pages < pool.npages)])
                 bad_tok = tok[np.isin(tok // ps, bad) | (tok < 0) | (tok >= pool.npages * ps)]
                 raise AssertionError(_DOUBLE_FREE.format(np.unique(bad_tok).tolist())) from None
-            return int(tok.size)
 
     def _hkv_free_slots(self):
         torch = _torch()
