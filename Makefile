@@ -163,7 +163,7 @@ demo: deps all
 	$(Q)scripts/demo $(BUILD)
 
 bench: deps all
-	$(Q)scripts/bench $(BUILD)
+	$(Q)scripts/test-env --hugepages 1100 --hugepages-1g 2 -- scripts/bench $(BUILD)
 
 install:: install-lib
 

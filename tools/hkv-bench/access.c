@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "bench.h"
 #include "common.h"
 #include "hugekv.h"
@@ -28,7 +30,7 @@
 struct ac_opts {
 	uint64_t size, reads;
 	int mem_node, cpu_node;
-	int backing[3];
+	int backing[4];
 	unsigned nbacking, repeat;
 	bool json;
 };
@@ -40,26 +42,15 @@ struct ac_result {
 	double lat_ns, gbps;
 };
 
+/* the page sizes this benchmark compares (THP too, when asked) */
 static int ac_backing(const char *s, int *b)
 {
-	if (!strcmp(s, "4k"))
-		*b = HKV_BACKING_SMALL;
-	else if (!strcmp(s, "2m"))
-		*b = HKV_BACKING_HUGE_2M;
-	else if (!strcmp(s, "thp"))
-		*b = HKV_BACKING_THP;
-	else if (!strcmp(s, "1g"))
-		*b = HKV_BACKING_HUGE_1G;
-	else
-		return -EINVAL;
-	return 0;
+	int err = hkv_backing_parse(s, b);
+
+	return err || *b == HKV_BACKING_AUTO || *b == HKV_BACKING_NONE ? -EINVAL : 0;
 }
 
-static const char *ac_name(int b)
-{
-	return b == HKV_BACKING_SMALL ? "4k" : b == HKV_BACKING_HUGE_2M ? "2m" :
-	       b == HKV_BACKING_THP ? "thp" : "1g";
-}
+#define ac_name(b) hkv_backing_name(b)
 
 /* a random cycle through all blocks; each link at a random cache line */
 static void build_chase(char *base, uint64_t nblocks, struct rng *r)
@@ -183,7 +174,8 @@ static const char ac_usage[] =
 "hugepages.\n"
 "\n"
 "  --size BYTES     arena size, binary suffixes (default 1G)\n"
-"  --backing B      4k|2m|thp|1g, repeatable (default: 4k and 2m)\n"
+"  --backing B      4k|2m|thp|1g, repeatable (default: 4k, 2m, and 1g\n"
+"                   where the kernel offers 1 GiB pages)\n"
 "  --mem-node N     node the pool is bound to (default: -1, every node)\n"
 "  --cpu-node M     node the measuring thread runs on (default: any)\n"
 "  --reads N        chase steps per run (default 4M; bandwidth reads N/4)\n"
@@ -211,7 +203,7 @@ static int ac_parse(struct ac_opts *o, int argc, char **argv)
 		switch (c) {
 		case 's': err = parse_count(optarg, true, &o->size); break;
 		case 'b': err = ac_backing(optarg, &b);
-			err = err ? err : (o->nbacking < 3 ? 0 : -EINVAL);
+			err = err ? err : (o->nbacking < 4 ? 0 : -EINVAL);
 			if (!err)
 				o->backing[o->nbacking++] = b;
 			break;
@@ -243,6 +235,9 @@ static int ac_parse(struct ac_opts *o, int argc, char **argv)
 		o->backing[0] = HKV_BACKING_SMALL;
 		o->backing[1] = HKV_BACKING_HUGE_2M;
 		o->nbacking = 2;
+		/* 1 GiB pages where the kernel offers them */
+		if (!access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
+			o->backing[o->nbacking++] = HKV_BACKING_HUGE_1G;
 	}
 	return 0;
 }
@@ -259,6 +254,7 @@ static void ac_report(const struct ac_opts *o, const struct ac_result *res, unsi
 {
 	const struct ac_result *s = find(res, n, HKV_BACKING_SMALL);
 	const struct ac_result *h = find(res, n, HKV_BACKING_HUGE_2M);
+	const struct ac_result *g = find(res, n, HKV_BACKING_HUGE_1G);
 	struct json j;
 
 	if (!o->json) {
@@ -276,6 +272,9 @@ static void ac_report(const struct ac_opts *o, const struct ac_result *res, unsi
 		if (s && h)
 			printf("  4k/2m: latency %.2fx, 2m/4k bandwidth %.2fx\n",
 			       s->lat_ns / h->lat_ns, h->gbps / s->gbps);
+		if (h && g)
+			printf("  2m/1g: latency %.2fx, 1g/2m bandwidth %.2fx\n",
+			       h->lat_ns / g->lat_ns, g->gbps / h->gbps);
 		return;
 	}
 	json_begin(&j, stdout);

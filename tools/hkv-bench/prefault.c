@@ -42,19 +42,11 @@ struct pf_result {
 	uint64_t hugepage_bytes;
 };
 
-static const char *const bnames[] = {
-	[HKV_BACKING_HUGE_1G] = "1g", [HKV_BACKING_HUGE_2M] = "2m",
-	[HKV_BACKING_THP] = "thp", [HKV_BACKING_SMALL] = "4k",
-};
-
 static int parse_backing(const char *s, int *b)
 {
-	for (int i = HKV_BACKING_HUGE_1G; i <= HKV_BACKING_SMALL; i++)
-		if (!strcmp(s, bnames[i])) {
-			*b = i;
-			return 0;
-		}
-	return -EINVAL;
+	int err = hkv_backing_parse(s, b);
+
+	return err || *b == HKV_BACKING_AUTO || *b == HKV_BACKING_NONE ? -EINVAL : 0;
 }
 
 /* one create: its wall time, the library's prefault GB/s, and a memset */
@@ -119,7 +111,8 @@ static const char pf_usage[] =
 "2 MiB and 1 GiB runs need that many free hugepages (strict pools).\n"
 "\n"
 "  --size BYTES     pool size, binary suffixes (default 1G)\n"
-"  --backing B      4k|thp|2m|1g, repeatable (default: 4k, thp, 2m)\n"
+"  --backing B      4k|thp|2m|1g, repeatable (default: 4k, thp, 2m, and 1g\n"
+"                   where the kernel offers 1 GiB pages)\n"
 "  --threads N      prefault threads per pool (default: 1 and every CPU)\n"
 "  --repeat R       warm runs per configuration (default 3)\n"
 "  --json           one JSON object on stdout\n"
@@ -174,6 +167,9 @@ static int pf_parse(struct pf_opts *o, int argc, char **argv)
 		o->backing[1] = HKV_BACKING_THP;
 		o->backing[2] = HKV_BACKING_HUGE_2M;
 		o->nbacking = 3;
+		/* 1 GiB pages where the kernel offers them */
+		if (!access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
+			o->backing[o->nbacking++] = HKV_BACKING_HUGE_1G;
 	}
 	if (!o->nthreads) {
 		o->threads[0] = 1;
@@ -197,12 +193,12 @@ static void pf_report(const struct pf_opts *o, const struct pf_result *res, unsi
 			const struct pf_result *r = &res[i];
 
 			if (r->err) {
-				printf("  %-4s %3u  failed: %s\n", bnames[r->backing], r->threads,
+				printf("  %-4s %3u  failed: %s\n", hkv_backing_name(r->backing), r->threads,
 				       hkv_strerror(r->err));
 				continue;
 			}
 			printf("  %-4s %3u %10.1f %10.2f %10.1f %10.2f %10.2f %7.0f%%\n",
-			       bnames[r->backing], r->threads, r->cold_create_ms, r->cold_gbps,
+			       hkv_backing_name(r->backing), r->threads, r->cold_create_ms, r->cold_gbps,
 			       r->create_ms, r->prefault_gbps, r->memset_gbps,
 			       100 * r->prefault_gbps / r->memset_gbps);
 		}
@@ -218,7 +214,7 @@ static void pf_report(const struct pf_opts *o, const struct pf_result *res, unsi
 		const struct pf_result *r = &res[i];
 
 		json_obj(&j, NULL);
-		json_str(&j, "backing", bnames[r->backing]);
+		json_str(&j, "backing", hkv_backing_name(r->backing));
 		json_u64(&j, "threads", r->threads);
 		if (r->err) {
 			json_str(&j, "error", hkv_strerror(r->err));
@@ -247,7 +243,7 @@ static int pf_csv(const struct pf_opts *o, const struct pf_result *res, unsigned
 
 	for (i = 0; f && i < n; i++)
 		if (!res[i].err)
-			fprintf(f, "%s,%u,%.2f,%.3f,%.2f,%.3f,%.3f\n", bnames[res[i].backing],
+			fprintf(f, "%s,%u,%.2f,%.3f,%.2f,%.3f,%.3f\n", hkv_backing_name(res[i].backing),
 				res[i].threads, res[i].cold_create_ms, res[i].cold_gbps,
 				res[i].create_ms, res[i].prefault_gbps, res[i].memset_gbps);
 	return !f || fclose(f) ? -EIO : 0;
