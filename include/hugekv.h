@@ -201,7 +201,12 @@ struct hkv_stats {
  *
  * An index-only pool (page_bytes 0) holds no memory. A memory pool maps,
  * binds, prefaults and verifies its arena; once this returns 0, touching any
- * page never raises SIGBUS. HUGEKV_* environment variables override options.
+ * page never raises SIGBUS. With HKV_POOL_NO_PREFAULT, hugepages are
+ * reserved at create and faulted on first touch; a hugetlb cgroup fault
+ * limit is checked against the pool at create (refused or fallen back as a
+ * shortfall), but pages that other processes of the same cgroup fault in
+ * later still count against it: only prefault (the default) keeps the
+ * promise whatever they do. HUGEKV_* environment variables override options.
  *
  * Return: 0, or -EINVAL (bad options), -ENOMEM (hugepage shortfall, memory),
  * -EPERM/-EAGAIN (memlock, cgroup), -E2BIG (a lane over 2^32-2 pages).

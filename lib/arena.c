@@ -94,6 +94,38 @@ static int bind_segment(struct hkv_arena *a, struct arena_seg *s)
 	return 0;
 }
 
+static bool prefaulting(const struct hkv_arena *a)
+{
+	return !(a->opts.flags & HKV_POOL_NO_PREFAULT);
+}
+
+/*
+ * Without prefault, hugetlb pages are charged to the hugetlb cgroup only
+ * when first touched: a fault-time limit below the segment would raise
+ * SIGBUS then. Refuse such a segment now (a shortfall, as a failed prefault
+ * is), counting what this arena's earlier segments of that size take.
+ */
+static int check_fault_limit(struct hkv_arena *a, struct arena_seg *s)
+{
+	uint64_t room, taken = 0;
+	struct arena_seg *o;
+
+	if (prefaulting(a) || (s->pgsz != HKV_PGSZ_2M && s->pgsz != HKV_PGSZ_1G))
+		return 0;
+	room = cgroup_hugetlb_room(s->pgsz);
+	for (o = a->seg; o < s; o++)
+		if (o->pgsz == s->pgsz)
+			taken += o->bytes;
+	if (room >= taken && room - taken >= s->bytes)
+		return 0;
+	hkv_log(HKV_LOG_WARN, "pool %llu node %d: hugetlb cgroup limit leaves %llu bytes of "
+		"%s pages, the segment needs %llu (no prefault: a touch would raise SIGBUS)",
+		(unsigned long long)a->pool_id, s->node,
+		(unsigned long long)(room > taken ? room - taken : 0),
+		hkv_backing_name(s->backing), (unsigned long long)s->bytes);
+	return -ENOMEM;
+}
+
 /* map and bind a segment with one backing (no prefault yet); 0 or -errno */
 static int map_bind(struct hkv_arena *a, struct arena_seg *s, int b)
 {
@@ -102,6 +134,9 @@ static int map_bind(struct hkv_arena *a, struct arena_seg *s, int b)
 
 	s->backing = b;
 	s->pgsz = backing_pgsz(b);
+	err = check_fault_limit(a, s);
+	if (err)
+		return err;
 	p = os->mmap(s->base, s->bytes, PROT_READ | PROT_WRITE, map_flags(b), -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -115,11 +150,6 @@ static int map_bind(struct hkv_arena *a, struct arena_seg *s, int b)
 	    os->madvise(s->base, s->bytes, MADV_NOHUGEPAGE))
 		err = soft_fail(a, s, "MADV_NOHUGEPAGE", -errno);
 	return err;
-}
-
-static bool prefaulting(const struct hkv_arena *a)
-{
-	return !(a->opts.flags & HKV_POOL_NO_PREFAULT);
 }
 
 /*

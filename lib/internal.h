@@ -334,6 +334,10 @@ const struct topo_node *topo_find(const struct topo *t, int n);
 const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz);
 const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz);
 
+/* ---- cgroup.c: the hugetlb cgroup's fault-time limit ------------------- */
+/* bytes of pgsz hugepages the process may still fault in (UINT64_MAX: no limit) */
+uint64_t cgroup_hugetlb_room(uint64_t pgsz);
+
 /* ---- plan.c: segments per node and the backing each gets --------------- */
 uint64_t backing_pgsz(int backing);
 

@@ -9,7 +9,10 @@
  * the reservation at mmap succeeds and the prefault hits the limit, where
  * a plain touch would raise SIGBUS: strict gives -ENOMEM, non-strict falls
  * back to THP. With a reservation limit (hugetlb.2MB.rsvd.limit_in_bytes)
- * the mmap itself is refused. The child checks that nothing stayed taken
+ * the mmap itself is refused. Without prefault (HKV_POOL_NO_PREFAULT) the
+ * fault-time limit is read from the cgroup at create and the pool is
+ * refused (strict) or falls back (non-strict) the same way, so a touch
+ * never raises SIGBUS. The child checks that nothing stayed taken
  * and exits; the parent asserts it exited normally.
  *
  * Needs root and the hugetlb cgroup controller (skipped without either).
@@ -195,6 +198,18 @@ static void t_rsvd_limit(void **state)
 	run_child((struct want){ 0, 0, HKV_REGION_FALLBACK | HKV_REGION_THP });
 }
 
+/* without prefault the limit is checked at create, never met as a SIGBUS */
+static void t_fault_limit_no_prefault(void **state)
+{
+	(void)state;
+	need_cgroup();
+	set_limits(LIMIT, NOLIMIT);
+	run_child((struct want){ HKV_POOL_STRICT | HKV_POOL_NO_PREFAULT, -ENOMEM, 0 });
+	run_child((struct want){ HKV_POOL_NO_PREFAULT, 0, HKV_REGION_FALLBACK | HKV_REGION_THP });
+	set_limits(64 * HP, NOLIMIT);
+	run_child((struct want){ HKV_POOL_STRICT | HKV_POOL_NO_PREFAULT, 0, 0 });
+}
+
 /* the limit above the pool: a normal strict pool */
 static void t_within_limit(void **state)
 {
@@ -210,6 +225,7 @@ int main(void)
 		cmocka_unit_test(t_fault_limit_strict),
 		cmocka_unit_test(t_fault_limit_fallback),
 		cmocka_unit_test(t_rsvd_limit),
+		cmocka_unit_test(t_fault_limit_no_prefault),
 		cmocka_unit_test(t_within_limit),
 	};
 
