@@ -159,7 +159,6 @@ class Pool:
         self._tls = threading.local()
         self._slots_keeper = None   # weakref to the last zero-copy free_slots view
         self._evict_fn = None
-        self._evict_errors = []
         self._cb_thread = None
         self._base = lib.hkv_page_ptr(self._ptr, 0) if page_bytes else None
         # views address page p at base + p * page_bytes: the arena is one range
@@ -242,7 +241,7 @@ class Pool:
         except AttributeError:
             buf, bufp, rows = self._buf(_BUF_ROWS)
         if evict:
-            self._evict_errors = []
+            self._tls.evict_errors = []       # the callback runs on this thread
         n = _hkv_alloc(ptr, npages, lane, flags, bufp, rows)
         while n == -errno.ENOSPC:
             buf, bufp, rows = self._buf(rows * 8)
@@ -251,7 +250,7 @@ class Pool:
             raise error(n, f"alloc({npages}, lane={'any' if lane == LANE_ANY else lane}"
                            f"{', contig' if contig else ''}{', evict' if evict else ''})")
         out = buf[:n].copy()
-        if evict and self._evict_errors:
+        if evict and self._tls.evict_errors:
             self._raise_cb(out)
         return out
 
@@ -431,7 +430,10 @@ class Pool:
             try:
                 callback(unit, ext_arr)
             except BaseException as e:      # noqa: B036 - reported to the caller
-                self._evict_errors.append(e)
+                errs = getattr(self._tls, "evict_errors", None)
+                if errs is None:
+                    errs = self._tls.evict_errors = []
+                errs.append(e)
             finally:
                 self._cb_thread = None
 
@@ -443,16 +445,16 @@ class Pool:
         """Evict cold unpinned units until target_free pages are free: pages freed."""
         ptr = self._live()
         target_free = _index(target_free, "target_free")
-        self._evict_errors = []
+        self._tls.evict_errors = []
         n = lib.hkv_evict(ptr, target_free)
         if n < 0:
             raise error(n, f"evict({target_free})")
-        if self._evict_errors:
+        if self._tls.evict_errors:
             self._raise_cb(n)
         return n
 
     def _raise_cb(self, result):
-        errs, self._evict_errors = self._evict_errors, []
+        errs, self._tls.evict_errors = self._tls.evict_errors, []
         raise CallbackError(f"the eviction callback raised {len(errs)} time(s), first: "
                             f"{errs[0]!r}", result, errs) from errs[0]
 

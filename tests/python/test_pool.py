@@ -393,3 +393,59 @@ def test_pool_with_too_many_hugepages_fails_cleanly():
     with pytest.raises(hugekv.OutOfPages):
         hugekv.Pool(free + 64, MB2, backing="2m", strict=True)
     assert int(open("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages").read()) >= free - 8
+
+
+def test_more_bad_input_is_refused():
+    torch = pytest.importorskip("torch")
+    with hugekv.Pool(32) as p:
+        with pytest.raises(TypeError):
+            p.on_evict(42)
+        with pytest.raises(ValueError):
+            p.unit_add(1, np.zeros((0, 2), np.int64))
+        e = p.alloc(8)
+        p.unit_add(1, e)
+        with pytest.raises(ValueError):
+            p.unit_split(1, 0, 2)
+        with pytest.raises(hugekv.Error) as ei:
+            p.unit_split(1, 8, 2)                 # at_page must be < the unit's size
+        assert ei.value.errno == errno.EINVAL
+        with pytest.raises(ValueError):
+            p.evict(-1)
+        assert p.stats()["units"] == 1 and p.available == 24
+    with hugekv.Pool(4, 4096, backing="4k") as m:
+        with pytest.raises(TypeError):
+            m.as_tensor(np.float32)
+        with pytest.raises(ValueError):
+            m.as_array(np.dtype((np.void, 3)))    # 4096 is not a multiple of 3
+        assert m.as_tensor(torch.float64).shape == (4, 512)
+
+
+def test_descriptors_split_where_a_region_ends(monkeypatch):
+    with hugekv.Pool(64, 4096, backing="4k") as p:
+        base = p.page_ptr(0)
+        monkeypatch.setattr(p, "_region_cuts", lambda: np.array([16, 40], dtype=np.int64))
+        d = p.descriptors([[10, 10], [20, 30]])
+        assert d.tolist() == [[base + 10 * 4096, 6 * 4096], [base + 16 * 4096, 24 * 4096],
+                              [base + 40 * 4096, 10 * 4096]]
+
+
+def test_free_slots_view_survives_close():
+    gc.collect()
+    live = _Handle.live
+    p = hugekv.Pool(8)
+    p.alloc(2)
+    s = p.free_slots()
+    p.close()
+    assert s.tolist() == list(range(2, 8)) and _Handle.live == live + 1
+    del s
+    gc.collect()
+    assert _Handle.live == live
+
+
+def test_pool_dropped_without_close_is_destroyed():
+    gc.collect()
+    live = _Handle.live
+    p = hugekv.Pool(8)
+    p.on_evict(lambda u, e: None)                 # no cycle through the callback
+    del p
+    assert _Handle.live == live
