@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * hugekv.bpf.c - CO-RE programs on the "hugekv" USDT probes of libhugekv.so.
+ * hugekv_trace.bpf.c - CO-RE programs on the "hugekv" USDT probes of
+ * libhugekv.so and libhugekv-xfer.so.
  *
  * They aggregate in the kernel: per-pool counters, per-lane fragmentation
- * gauges, log2 histograms; rare events (eviction runs, arena mappings and
- * fallbacks, allocation failures) go to a ring buffer. hkv-trace attaches
+ * gauges, per-peer transfer counters, log2 histograms; rare events
+ * (eviction runs, arena mappings and fallbacks, allocation failures,
+ * failed and straggling transfers) go to a ring buffer. hkv-trace attaches
  * them (bpf_program__attach_usdt) and reads or pins the maps.
+ *
+ * One program per row of hugekv_probes.h, generated below: hkv_<name>
+ * reads the probe's arguments into a struct hkv_args_<name> and calls
+ * on_<name>(), the part written here by hand.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -36,6 +42,13 @@ struct {
 	__type(key, struct hkv_lane_key);
 	__type(value, struct hkv_lane_frag);
 } lanes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HKV_MAX_PEERS);
+	__type(key, struct hkv_peer_key);
+	__type(value, struct hkv_xfer_stats);
+} xfers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -123,87 +136,82 @@ static __always_inline void emit(__u32 type, __u64 pool, __s64 a0, __s64 a1,
 	bpf_ringbuf_submit(e, 0);
 }
 
-SEC("usdt")
-int BPF_USDT(hkv_alloc, __u64 pool, long lane, __u64 asked, long ret,
-	     __u64 first, __u64 largest)
+/* on_<name>(): the aggregation of one probe's hit */
+#define HKV_ON(name)	static __always_inline int on_##name(const struct hkv_args_##name *a)
+
+HKV_ON(alloc)
 {
-	struct hkv_pool_stats *st = pool_stats(pool);
+	struct hkv_pool_stats *st = pool_stats(a->pool);
 
 	count(HKV_P_ALLOC);
-	hist_add(HKV_H_ALLOC_PAGES, asked);
+	hist_add(HKV_H_ALLOC_PAGES, a->asked);
 	if (!st)
 		return 0;
 	ADD(&st->allocs, 1);
-	if (ret < 0) {
+	if (a->ret < 0) {
 		ADD(&st->alloc_failures, 1);
-		emit(HKV_P_ALLOC, pool, lane, asked, ret, first, largest);
+		emit(HKV_P_ALLOC, a->pool, a->lane, a->asked, a->ret, a->first, a->largest);
 		return 0;
 	}
-	hist_add(HKV_H_ALLOC_EXTENTS, ret);
-	ADD(&st->alloc_pages, asked);
-	ADD(&st->alloc_extents, ret);
-	if (ret > 1)
+	hist_add(HKV_H_ALLOC_EXTENTS, a->ret);
+	ADD(&st->alloc_pages, a->asked);
+	ADD(&st->alloc_extents, a->ret);
+	if (a->ret > 1)
 		ADD(&st->multi_extent_allocs, 1);
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(hkv_free, __u64 pool, long lane, __u64 pages, __u64 next, long ret)
+HKV_ON(free)
 {
-	struct hkv_pool_stats *st = pool_stats(pool);
+	struct hkv_pool_stats *st = pool_stats(a->pool);
 
 	count(HKV_P_FREE);
 	if (!st)
 		return 0;
-	if (ret < 0) {
+	if (a->ret < 0) {
 		ADD(&st->free_failures, 1);
 		return 0;
 	}
 	ADD(&st->frees, 1);
-	ADD(&st->freed_pages, pages);
+	ADD(&st->freed_pages, a->pages);
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(hkv_evict, __u64 pool, long lane, __u64 unit, __u64 pages, long reason)
+HKV_ON(evict)
 {
-	struct hkv_pool_stats *st = pool_stats(pool);
+	struct hkv_pool_stats *st = pool_stats(a->pool);
 
 	count(HKV_P_EVICT);
-	hist_add(HKV_H_EVICT_PAGES, pages);
+	hist_add(HKV_H_EVICT_PAGES, a->pages);
 	if (!st)
 		return 0;
 	ADD(&st->evictions, 1);
-	ADD(&st->evicted_pages, pages);
+	ADD(&st->evicted_pages, a->pages);
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(hkv_evict_run, __u64 pool, __u64 before, __u64 target, __u64 freed,
-	     __u64 units)
+HKV_ON(evict_run)
 {
-	struct hkv_pool_stats *st = pool_stats(pool);
+	struct hkv_pool_stats *st = pool_stats(a->pool);
 
 	count(HKV_P_EVICT_RUN);
 	if (st) {
 		ADD(&st->evict_runs, 1);
-		ADD(&st->evict_run_freed, freed);
+		ADD(&st->evict_run_freed, a->freed);
 	}
-	emit(HKV_P_EVICT_RUN, pool, before, target, freed, units, 0);
+	emit(HKV_P_EVICT_RUN, a->pool, a->before, a->target, a->freed, a->units, 0);
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(hkv_frag, __u64 pool, __u64 lane, __u64 fpages, __u64 fext,
-	     __u64 largest, __u64 ufi)
+HKV_ON(frag)
 {
-	struct hkv_lane_key k = { .tgid = tgid(), .lane = lane, .pool = pool };
+	struct hkv_lane_key k = { .tgid = tgid(), .lane = a->lane, .pool = a->pool };
 	struct hkv_lane_frag g = {
-		.free_pages = fpages, .free_extents = fext,
-		.largest_free_extent = largest, .unusable_permille = ufi,
+		.free_pages = a->fpages, .free_extents = a->fext,
+		.largest_free_extent = a->largest, .unusable_permille = a->ufi,
 		.updated_ns = bpf_ktime_get_ns(),
 	};
-	struct hkv_pool_stats *st = pool_stats(pool);
+	struct hkv_pool_stats *st = pool_stats(a->pool);
 
 	count(HKV_P_FRAG);
 	if (st)
@@ -212,29 +220,100 @@ int BPF_USDT(hkv_frag, __u64 pool, __u64 lane, __u64 fpages, __u64 fext,
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(hkv_arena_map, __u64 pool, long node, __u64 bytes, __u64 pgsz, __u64 ns)
+HKV_ON(arena_map)
 {
-	struct hkv_pool_stats *st = pool_stats(pool);
+	struct hkv_pool_stats *st = pool_stats(a->pool);
 
 	count(HKV_P_ARENA_MAP);
 	if (st) {
 		ADD(&st->arena_maps, 1);
-		ADD(&st->mapped_bytes, bytes);
+		ADD(&st->mapped_bytes, a->bytes);
 	}
-	emit(HKV_P_ARENA_MAP, pool, node, bytes, pgsz, ns, 0);
+	emit(HKV_P_ARENA_MAP, a->pool, a->node, a->bytes, a->pgsz, a->ns, 0);
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(hkv_arena_fallback, __u64 pool, long node, __u64 bytes, __u64 wanted,
-	     long err, __u64 ns)
+HKV_ON(arena_fallback)
 {
-	struct hkv_pool_stats *st = pool_stats(pool);
+	struct hkv_pool_stats *st = pool_stats(a->pool);
 
 	count(HKV_P_ARENA_FALLBACK);
 	if (st)
 		ADD(&st->fallbacks, 1);
-	emit(HKV_P_ARENA_FALLBACK, pool, node, bytes, wanted, err, ns);
+	emit(HKV_P_ARENA_FALLBACK, a->pool, a->node, a->bytes, a->wanted, a->err, a->ns);
 	return 0;
 }
+
+/* the peer's transfer counters, created zeroed on first use */
+static __always_inline struct hkv_xfer_stats *peer_stats(__u64 pool, __u64 peer)
+{
+	struct hkv_peer_key k = { .tgid = tgid(), .pool = pool, .peer = peer };
+	static const struct hkv_xfer_stats zero;
+	struct hkv_xfer_stats *st;
+
+	st = bpf_map_lookup_elem(&xfers, &k);
+	if (st)
+		return st;
+	bpf_map_update_elem(&xfers, &k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&xfers, &k);
+}
+
+HKV_ON(xfer_submit)
+{
+	struct hkv_xfer_stats *st = peer_stats(a->pool, a->peer);
+
+	count(HKV_P_XFER_SUBMIT);
+	if (!st)
+		return 0;
+	ADD(&st->submits, 1);
+	ADD(&st->submit_pages, a->pages);
+	ADD(&st->submit_ops, a->ops);
+	ADD(&st->submit_bytes, a->bytes);
+	return 0;
+}
+
+HKV_ON(xfer_done)
+{
+	struct hkv_xfer_stats *st = peer_stats(a->pool, a->peer);
+	__u64 n, mean;
+
+	count(HKV_P_XFER_DONE);
+	hist_add(HKV_H_XFER_NS, a->ns);
+	if (!st)
+		return 0;
+	if (a->result < 0) {
+		ADD(&st->failures, 1);
+		emit(HKV_P_XFER_DONE, a->pool, a->peer, a->ops, a->bytes, a->result, a->ns);
+		return 0;
+	}
+	/* the mean of the transfers before this one: a straggler is judged
+	 * against its peer's own history, not a global threshold */
+	n = st->dones;
+	mean = n ? st->ns_sum / n : 0;
+	ADD(&st->dones, 1);
+	ADD(&st->done_ops, a->ops);
+	ADD(&st->done_bytes, a->bytes);
+	ADD(&st->ns_sum, a->ns);
+	if (a->ns > st->ns_max)
+		st->ns_max = a->ns;	/* a racing larger value may be lost: a gauge */
+	if (n >= HKV_STRAGGLER_MIN && a->ns > HKV_STRAGGLER_FACTOR * mean) {
+		ADD(&st->stragglers, 1);
+		emit(HKV_P_XFER_DONE, a->pool, a->peer, a->ops, a->bytes, a->result, a->ns);
+	}
+	return 0;
+}
+
+/* hkv_<name>: read the probe's arguments (bpf_usdt_arg) into its struct */
+#define HKV_READ_ARG_(i, arg) \
+	if (bpf_usdt_arg(ctx, i, &v) == 0) \
+		a.HKV_ARG_NAME(arg) = v;
+#define HKV_PROGRAM_(lib, name, ID, ...) \
+SEC("usdt") \
+int hkv_##name(struct pt_regs *ctx) \
+{ \
+	struct hkv_args_##name a = {}; \
+	long v; \
+	HKV_PP_EACH(HKV_READ_ARG_, __VA_ARGS__) \
+	return on_##name(&a); \
+}
+HKV_PROBE_LIST(HKV_PROGRAM_)

@@ -5,18 +5,8 @@
 #include "internal.h"
 #include "trace.h"
 
-/* semaphores live in .probes; a tracer increments them on attach */
-#define HKV_SEMA_DEFINE(name) \
-	__extension__ volatile unsigned short HKV_SEMA(name) \
-	__attribute__((unused, section(".probes"), visibility("hidden")))
-
-HKV_SEMA_DEFINE(alloc);
-HKV_SEMA_DEFINE(free);
-HKV_SEMA_DEFINE(evict);
-HKV_SEMA_DEFINE(evict_run);
-HKV_SEMA_DEFINE(frag);
-HKV_SEMA_DEFINE(arena_map);
-HKV_SEMA_DEFINE(arena_fallback);
+/* the semaphores of libhugekv's probes (bpf/hugekv_probes.h, CORE rows) */
+HKV_PROBE_SEMAPHORES(CORE)
 
 unsigned long trace_frag_computed;
 

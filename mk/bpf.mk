@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# bpf.mk - live tracing: the CO-RE BPF object and its libbpf skeleton for
-# hkv-trace, a copy of the library with the probes compiled out (the
-# baseline of `hkv-bench trace`), the tracing workload and `check-trace`.
+# bpf.mk - live tracing: the CO-RE BPF object (bpf/hugekv_trace.bpf.c) and
+# its libbpf skeleton for hkv-trace's loader (tools/hkv-trace/hugekv_trace.c),
+# a copy of the library with the probes compiled out (the baseline of
+# `hkv-bench trace`), the tracing workload, a transfer-probe fixture and
+# `check-trace`.
 
 CLANG		?= clang
 BPFTOOL		?= bpftool
@@ -21,7 +23,7 @@ $(BUILD)/bpf/vmlinux.h: | $(BUILD)/bpf
 	$(Q)test -r $(VMLINUX_BTF) || { echo "bpf.mk: $(VMLINUX_BTF) missing: kernel without BTF (CONFIG_DEBUG_INFO_BTF)" >&2; exit 1; }
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/hugekv_trace.h $(BUILD)/bpf/vmlinux.h
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/hugekv_trace.h bpf/hugekv_probes.h $(BUILD)/bpf/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $(@:.bpf.o=.tmp.bpf.o)
 	$(Q)$(BPFTOOL) gen object $@ $(@:.bpf.o=.tmp.bpf.o)
@@ -30,7 +32,7 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
-TOOL_DEPS_hkv-trace := $(BUILD)/bpf/hugekv.skel.h bpf/hugekv_trace.h
+TOOL_DEPS_hkv-trace := $(BUILD)/bpf/hugekv_trace.skel.h bpf/hugekv_trace.h bpf/hugekv_probes.h
 TOOL_LIBS_hkv-trace := -lbpf -lelf -lz
 
 # the library again with -DHKV_NO_PROBES, for hkv-bench trace (dlopen)
@@ -56,17 +58,30 @@ TRACE_WORKLOAD	:= $(BUILD)/tests/trace-workload
 $(TRACE_WORKLOAD): tests/trace/workload.c $(BUILD)/libhugekv.so | $(BUILD)/tests
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $< -L$(BUILD) -lhugekv \
-		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(LIBS) -o $@
+		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(LIBS) -ldl -o $@
+
+# a libhugekv-xfer.so that fires the transfer probes as given (the tracing
+# tests' stand-in for lib/xfer: it moves no bytes)
+XFER_FIXTURE	:= $(BUILD)/tests/xfer-fixture/libhugekv-xfer.so
+
+$(XFER_FIXTURE): tests/trace/xfer-fixture.c lib/trace.h bpf/hugekv_probes.h
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) -shared $< $(HKV_LDFLAGS) -o $@
+
+# the library's objects hold the probes of the list
+$(LIB_OBJS) $(NOPROBES_OBJS): bpf/hugekv_probes.h
 
 .PHONY: check-trace
 # real BPF on a real process; needs root and bpffs (scripts/test-env)
-check-trace: $(BUILD)/libhugekv.so $(BUILD)/hkv-trace $(TRACE_WORKLOAD) $(NOPROBES_LIB)
+check-trace: $(BUILD)/libhugekv.so $(BUILD)/hkv-trace $(TRACE_WORKLOAD) $(NOPROBES_LIB) \
+	     $(XFER_FIXTURE)
 	$(Q)tests/trace/run --build $(BUILD)
 
 CHECK_EXTRA	+= check-trace
 
 # keep the BPF object: hkv-trace's skeleton embeds it, and so may a reader
-.SECONDARY: $(BUILD)/bpf/hugekv.bpf.o $(BUILD)/bpf/vmlinux.h
+.SECONDARY: $(BUILD)/bpf/hugekv_trace.bpf.o $(BUILD)/bpf/vmlinux.h
 
 # the bpftrace one-liners, for operators without a checkout
 install::

@@ -2,7 +2,7 @@
 /*
  * workload.c - a process of known operation counts for the tracing tests.
  *
- * usage: trace-workload [--wait] [--memory] ALLOCS UNITS
+ * usage: trace-workload [--wait] [--memory] [--xfer LIB] ALLOCS UNITS
  *
  * On an index-only pool of two lanes: ALLOCS calls of hkv_alloc (sizes
  * 1..13, any lane) plus one hkv_alloc_lanes and one failing hkv_alloc;
@@ -10,9 +10,13 @@
  * UNITS units of 4 pages, all evicted by one hkv_evict(). --memory also
  * creates and destroys a small pool on 4 KiB pages (arena probes).
  * --wait prints "ready PID" and waits for SIGUSR1 before starting, so a
- * tracer can attach to this pid first. Prints what it did as one JSON
- * line: the counts the probes must report.
+ * tracer can attach to this pid first. --xfer LIB loads LIB (a
+ * libhugekv-xfer.so, mapped before "ready") and fires XFER_N transfers of
+ * XFER_BYTES to peer 1 (the last one a straggler) and one failed transfer
+ * to peer 2. Prints what it did as one JSON line: the counts the probes
+ * must report.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -116,6 +120,30 @@ static int units(struct hkv_pool *p, unsigned long nunits, unsigned long *evicte
 	return 0;
 }
 
+#define XFER_N		20
+#define XFER_BYTES	(1 << 20)
+#define XFER_NS		1000000		/* 1 ms each, the straggler 100 ms */
+
+typedef void (*xfer_fn)(uint64_t pool, uint64_t peer, uint64_t pages, uint64_t ops,
+			uint64_t bytes, int64_t result, uint64_t ns);
+
+static xfer_fn xfer_open(const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	xfer_fn fn = h ? (xfer_fn)dlsym(h, "fixture_xfer") : NULL;
+
+	if (!fn)
+		fprintf(stderr, "trace-workload: %s: %s\n", lib, dlerror());
+	return fn;
+}
+
+static void xfers(xfer_fn fn, uint64_t pool)
+{
+	for (int i = 0; i < XFER_N; i++)
+		fn(pool, 1, 16, 2, XFER_BYTES, 0, i == XFER_N - 1 ? 100 * XFER_NS : XFER_NS);
+	fn(pool, 2, 16, 2, XFER_BYTES, -ECONNRESET, XFER_NS);
+}
+
 static void wait_go(void)
 {
 	sigset_t set;
@@ -135,6 +163,7 @@ int main(int argc, char **argv)
 				   .backing = HKV_BACKING_NONE, .numa_node = -1 };
 	unsigned long allocs, nunits, evicted = 0, runs = 0;
 	bool wait = false, memory = false;
+	xfer_fn xfer = NULL;
 	struct hkv_pool *p;
 	int i = 1, ret;
 
@@ -143,11 +172,14 @@ int main(int argc, char **argv)
 			wait = true;
 		else if (!strcmp(argv[i], "--memory"))
 			memory = true;
-		else
+		else if (!strcmp(argv[i], "--xfer") && i + 1 < argc) {
+			if (!(xfer = xfer_open(argv[++i])))
+				return 1;
+		} else
 			break;
 	}
 	if (argc - i != 2 || !strcmp(argv[1], "--help")) {
-		fprintf(stderr, "usage: trace-workload [--wait] [--memory] ALLOCS UNITS\n");
+		fprintf(stderr, "usage: trace-workload [--wait] [--memory] [--xfer LIB] ALLOCS UNITS\n");
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	allocs = strtoul(argv[i], NULL, 0);
@@ -160,9 +192,16 @@ int main(int argc, char **argv)
 	if (ret)
 		return die("pool", ret);
 	ret = churn(p, allocs) || units(p, nunits, &evicted, &runs);
+	if (xfer)
+		xfers(xfer, hkv_pool_id(p));
 	printf("{\"pid\": %d, \"pool\": %llu, \"alloc\": %lu, \"free\": %lu, \"evict\": %lu, "
-	       "\"evict_run\": %lu}\n", (int)getpid(), (unsigned long long)hkv_pool_id(p),
+	       "\"evict_run\": %lu", (int)getpid(), (unsigned long long)hkv_pool_id(p),
 	       n_alloc, n_free, evicted, runs);
+	if (xfer)
+		printf(", \"xfer_submit\": %d, \"xfer_done\": %d, \"peer1_bytes\": %d, "
+		       "\"stragglers\": 1, \"failures\": 1", XFER_N + 1, XFER_N + 1,
+		       XFER_N * XFER_BYTES);
+	printf("}\n");
 	hkv_pool_destroy(p);
 	return ret;
 }

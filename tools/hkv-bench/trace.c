@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "hugekv.h"
+#include "../../bpf/hugekv_probes.h"
 #include "bench.h"
 #include "common.h"
 
@@ -186,11 +187,15 @@ static int tracer_start(const char *lib, bool ops, struct tracer *t)
 	return -EPERM;
 }
 
+/* the hit counts of libhugekv's probes in hkv-trace's JSON: "alloc": N, ... */
+#define CORE_KEY_IF_CORE(name)	"\"" #name "\": ",
+#define CORE_KEY_IF_XFER(name)
+#define CORE_KEY_(lib, name, ID, ...) CORE_KEY_IF_##lib(name)
+
 /* stop hkv-trace; its JSON counts give the hits */
 static void tracer_stop(struct tracer *t)
 {
-	static const char *const keys[] = { "\"alloc\": ", "\"free\": ", "\"evict\": ",
-					    "\"evict_run\": ", "\"frag\": " };
+	static const char *const keys[] = { HKV_PROBE_LIST(CORE_KEY_) };
 	char buf[8192];
 	size_t n;
 

@@ -2,7 +2,7 @@
 /*
  * elf.c - read the "hugekv" USDT notes of a library (.note.stapsdt), so
  * hkv-trace can say clearly when a path has no probes instead of failing
- * inside libbpf.
+ * inside libbpf, and which of the listed probes a library fires.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@ static void note_probe(const char *desc, size_t len, int nargs[HKV_P_NR])
 		if (*p != ' ' && (p == args || p[-1] == ' '))
 			n++;
 	for (i = 0; i < HKV_P_NR; i++)
-		if (!strcmp(name, tr_probe_name[i]))
+		if (!strcmp(name, tr_probes[i].name))
 			nargs[i] = n;
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * hkv-trace.h - the libbpf skeleton loader's parts: attach.c loads and
- * attaches the programs (and pins maps), elf.c reads the probe notes of the
- * library, view.c reads the maps and prints.
+ * hkv-trace.h - the libbpf skeleton loader's parts: hugekv_trace.c loads
+ * bpf/hugekv_trace.bpf.c and attaches its programs (and pins maps), elf.c
+ * reads the probe notes of the libraries, view.c reads the maps and prints.
  */
 #ifndef HKV_TRACE_TOOL_H
 #define HKV_TRACE_TOOL_H
@@ -19,6 +19,8 @@ struct tr_opts {
 	enum tr_mode mode;
 	int pid;		/* -1: every process that maps the library */
 	const char *lib;	/* NULL: find it (-p's maps, else our own) */
+	const char *xfer_lib;	/* NULL: find libhugekv-xfer.so (-p's maps,
+				 * else beside the library) */
 	double duration;	/* seconds; 0 = until SIGINT/SIGTERM */
 	double interval;	/* live view refresh */
 	bool ops;		/* also attach alloc and free */
@@ -27,22 +29,28 @@ struct tr_opts {
 	const char *pin;	/* --pin DIR */
 };
 
-struct hugekv_bpf;
+struct hugekv_trace_bpf;
 struct bpf_link;
 struct ring_buffer;
 
 struct tracer {
-	struct hugekv_bpf *skel;
+	struct hugekv_trace_bpf *skel;
 	struct bpf_link *link[HKV_P_NR];
 	struct ring_buffer *rb;
 	bool attached[HKV_P_NR];
 	char lib[PATH_MAX];
-	int map_counts, map_pools, map_lanes, map_hists;
+	char xfer_lib[PATH_MAX];	/* "" when no libhugekv-xfer.so is traced */
+	int map_counts, map_pools, map_lanes, map_hists, map_xfers;
 };
 
-/* probe names and argument counts, by enum hkv_probe_id */
-extern const char *const tr_probe_name[HKV_P_NR];
-extern const int tr_probe_nargs[HKV_P_NR];
+/* the probes (bpf/hugekv_probes.h), by enum hkv_probe_id */
+struct tr_probe {
+	const char *name;
+	const char *args;		/* " pool lane ...": names of the arguments */
+	int nargs;
+	enum hkv_probe_lib lib;		/* the library that fires it */
+};
+extern const struct tr_probe tr_probes[HKV_P_NR];
 
 /* elf.c: argument counts of the hugekv probes in @path (-1 = absent) */
 int tr_elf_probes(const char *path, int nargs[HKV_P_NR]);
@@ -50,6 +58,7 @@ int tr_elf_probes(const char *path, int nargs[HKV_P_NR]);
 /* attach.c */
 int tr_check_env(void);
 int tr_find_lib(int pid, const char *given, char *out, size_t outsz);
+int tr_find_xfer_lib(int pid, const char *given, const char *core, char *out, size_t outsz);
 int tr_open(struct tracer *t, const struct tr_opts *o);
 int tr_events(struct tracer *t, int (*fn)(void *, void *, size_t), void *ctx);
 void tr_close(struct tracer *t);

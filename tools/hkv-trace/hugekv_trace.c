@@ -1,34 +1,30 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * attach.c - load the skeleton, attach its programs to the library's USDT
- * probes (every process that maps it, or one pid), pin and unpin maps.
+ * hugekv_trace.c - the loader of bpf/hugekv_trace.bpf.c: open its skeleton,
+ * find the libraries (libhugekv.so, and libhugekv-xfer.so when there is
+ * one), attach a program to each USDT probe of the list (every process
+ * that maps them, or one pid). pin.c pins and unpins its maps.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
+#include <libgen.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
 #include "hugekv.h"
-#include "bpf/hugekv.skel.h"
+#include "bpf/hugekv_trace.skel.h"
 #include "hkv-trace.h"
 
-#define BPF_FS_MAGIC	0xcafe4a11
-#define BPFFS		"/sys/fs/bpf"
+#define HKV_PROBE_ROW_(lib, name, ID, ...) \
+	[HKV_P_##ID] = { #name, HKV_PROBE_ARGS_STR(__VA_ARGS__), HKV_NARGS_##name, \
+			 HKV_PROBE_LIB_##lib },
+const struct tr_probe tr_probes[HKV_P_NR] = { HKV_PROBE_LIST(HKV_PROBE_ROW_) };
 
-const char *const tr_probe_name[HKV_P_NR] = {
-	"alloc", "free", "evict", "evict_run", "frag", "arena_map", "arena_fallback",
-};
-const int tr_probe_nargs[HKV_P_NR] = { 6, 5, 5, 5, 6, 5, 6 };
-
-/* maps worth pinning (the ring buffer is drained by its reader) */
-static const char *const pin_maps[] = { "counts", "pools", "lanes", "hists" };
+#define XFER_LIB	"libhugekv-xfer.so"
 
 /**
  * tr_check_env() - say clearly what is missing before libbpf does
@@ -50,10 +46,11 @@ int tr_check_env(void)
 }
 
 /*
- * the libhugekv mapping of a process, from /proc/PID/maps: the first one
- * with hugekv probes (a process may also map a copy built without them)
+ * the mapping of @stem ("/libhugekv.", "/libhugekv-xfer.") in a process,
+ * from /proc/PID/maps: the first one with hugekv probes (a process may also
+ * map a copy built without them)
  */
-static int lib_of_pid(int pid, char *out, size_t outsz)
+static int lib_of_pid(int pid, const char *stem, char *out, size_t outsz)
 {
 	char path[64], line[PATH_MAX + 128];
 	int ret = -ENOENT, nargs[HKV_P_NR];
@@ -66,7 +63,7 @@ static int lib_of_pid(int pid, char *out, size_t outsz)
 	while (fgets(line, sizeof(line), f)) {
 		char *p = strchr(line, '/');
 
-		if (!p || !strstr(p, "/libhugekv"))
+		if (!p || !strstr(p, stem))
 			continue;
 		p[strcspn(p, "\n")] = 0;
 		if (ret)
@@ -79,6 +76,18 @@ static int lib_of_pid(int pid, char *out, size_t outsz)
 	}
 	fclose(f);
 	return ret;
+}
+
+static int resolve(const char *found, char *out, size_t outsz)
+{
+	int ret;
+
+	if (!realpath(found, out) || strlen(out) >= outsz) {
+		ret = -errno;
+		fprintf(stderr, "hkv-trace: %s: %s\n", found, strerror(errno));
+		return ret ? ret : -ENAMETOOLONG;
+	}
+	return 0;
 }
 
 /**
@@ -103,7 +112,7 @@ int tr_find_lib(int pid, const char *given, char *out, size_t outsz)
 	if (given) {
 		snprintf(found, sizeof(found), "%s", given);
 	} else if (pid > 0) {
-		ret = lib_of_pid(pid, found, sizeof(found));
+		ret = lib_of_pid(pid, "/libhugekv.", found, sizeof(found));
 		if (ret) {
 			fprintf(stderr, "hkv-trace: process %d maps no libhugekv (%s); name it with --lib\n",
 				pid, strerror(-ret));
@@ -115,47 +124,82 @@ int tr_find_lib(int pid, const char *given, char *out, size_t outsz)
 		fprintf(stderr, "hkv-trace: cannot find libhugekv.so; name it with --lib\n");
 		return -ENOENT;
 	}
-	if (!realpath(found, out) || strlen(out) >= outsz) {
-		ret = -errno;
-		fprintf(stderr, "hkv-trace: %s: %s\n", found, strerror(errno));
-		return ret ? ret : -ENAMETOOLONG;
-	}
-	return 0;
+	return resolve(found, out, outsz);
 }
 
-/* check the probes are there with the argument counts we decode */
-static int check_probes(const char *lib)
+/**
+ * tr_find_xfer_lib() - the transfer library to attach to, if any
+ * @pid: -p PID, or -1
+ * @given: --xfer-lib PATH, or NULL
+ * @core: the resolved libhugekv path
+ * @out: receives the resolved path, "" when there is none
+ * @outsz: room in @out
+ *
+ * Without --xfer-lib: the libhugekv-xfer.so the process @pid maps, else
+ * the one beside @core. Its absence is not an error: the transfer probes
+ * are then not attached, and a note says so.
+ *
+ * Return: 0 (found or absent), or -errno when @given cannot be resolved.
+ */
+int tr_find_xfer_lib(int pid, const char *given, const char *core, char *out, size_t outsz)
 {
-	int nargs[HKV_P_NR], n, i;
+	char found[PATH_MAX], dir[PATH_MAX];
 
-	n = tr_elf_probes(lib, nargs);
+	out[0] = 0;
+	if (given)
+		return resolve(given, out, outsz);
+	if (pid > 0) {
+		if (lib_of_pid(pid, "/" XFER_LIB, found, sizeof(found))) {
+			fprintf(stderr, "hkv-trace: note: process %d maps no " XFER_LIB
+				": transfer probes not attached\n", pid);
+			return 0;
+		}
+	} else {
+		snprintf(dir, sizeof(dir), "%s", core);
+		snprintf(found, sizeof(found), "%s/" XFER_LIB, dirname(dir));
+		if (access(found, R_OK)) {
+			fprintf(stderr, "hkv-trace: note: no %s: transfer probes not attached "
+				"(--xfer-lib PATH names it)\n", found);
+			return 0;
+		}
+	}
+	return resolve(found, out, outsz);
+}
+
+/* check the probes of library @lib are in @path with the argument counts
+ * we decode */
+static int check_probes(const char *path, enum hkv_probe_lib lib, int nargs[HKV_P_NR])
+{
+	int n, i;
+
+	n = tr_elf_probes(path, nargs);
 	if (n < 0) {
-		fprintf(stderr, "hkv-trace: %s: not an ELF file we can read (%s)\n", lib, strerror(-n));
+		fprintf(stderr, "hkv-trace: %s: not an ELF file we can read (%s)\n", path, strerror(-n));
 		return n;
 	}
 	if (n == 0) {
-		fprintf(stderr, "hkv-trace: %s has no \"hugekv\" USDT probes (not libhugekv, or "
-			"built with -DHKV_NO_PROBES)\n", lib);
+		fprintf(stderr, "hkv-trace: %s has no \"hugekv\" USDT probes (not %s, or "
+			"built with -DHKV_NO_PROBES)\n", path,
+			lib == HKV_PROBE_LIB_CORE ? "libhugekv" : XFER_LIB);
 		return -ENOENT;
 	}
 	for (i = 0; i < HKV_P_NR; i++) {
+		if (tr_probes[i].lib != lib)
+			continue;
 		if (nargs[i] < 0)
-			fprintf(stderr, "hkv-trace: warning: %s lacks probe hugekv:%s\n", lib,
-				tr_probe_name[i]);
-		else if (nargs[i] != tr_probe_nargs[i])
+			fprintf(stderr, "hkv-trace: warning: %s lacks probe hugekv:%s\n", path,
+				tr_probes[i].name);
+		else if (nargs[i] != tr_probes[i].nargs)
 			fprintf(stderr, "hkv-trace: warning: hugekv:%s has %d arguments, expected %d\n",
-				tr_probe_name[i], nargs[i], tr_probe_nargs[i]);
+				tr_probes[i].name, nargs[i], tr_probes[i].nargs);
 	}
 	return 0;
 }
 
-static struct bpf_program *prog_of(struct hugekv_bpf *s, int id)
+static struct bpf_program *prog_of(struct hugekv_trace_bpf *s, int id)
 {
-	struct bpf_program *p[HKV_P_NR] = {
-		s->progs.hkv_alloc, s->progs.hkv_free, s->progs.hkv_evict,
-		s->progs.hkv_evict_run, s->progs.hkv_frag, s->progs.hkv_arena_map,
-		s->progs.hkv_arena_fallback,
-	};
+#define HKV_PROG_(lib, name, ID, ...) [HKV_P_##ID] = s->progs.hkv_##name,
+	struct bpf_program *p[HKV_P_NR] = { HKV_PROBE_LIST(HKV_PROG_) };
 
 	return p[id];
 }
@@ -165,20 +209,30 @@ static bool wanted(const struct tr_opts *o, int id)
 	return o->ops || (id != HKV_P_ALLOC && id != HKV_P_FREE);
 }
 
+/* the library file a probe is attached in, NULL when it is not traced */
+static const char *lib_path(const struct tracer *t, int id)
+{
+	if (tr_probes[id].lib == HKV_PROBE_LIB_XFER)
+		return t->xfer_lib[0] ? t->xfer_lib : NULL;
+	return t->lib;
+}
+
 static int attach_all(struct tracer *t, const struct tr_opts *o, const int nargs[])
 {
 	int id, n = 0;
 
 	for (id = 0; id < HKV_P_NR; id++) {
-		if (!wanted(o, id) || nargs[id] < 0)
+		const char *path = lib_path(t, id);
+
+		if (!wanted(o, id) || nargs[id] < 0 || !path)
 			continue;
-		t->link[id] = bpf_program__attach_usdt(prog_of(t->skel, id), o->pid, t->lib,
-						       "hugekv", tr_probe_name[id], NULL);
+		t->link[id] = bpf_program__attach_usdt(prog_of(t->skel, id), o->pid, path,
+						       "hugekv", tr_probes[id].name, NULL);
 		if (!t->link[id]) {
 			int err = -errno;
 
 			fprintf(stderr, "hkv-trace: attaching hugekv:%s in %s%s: %s\n",
-				tr_probe_name[id], t->lib, o->pid > 0 ? " for that pid" : "",
+				tr_probes[id].name, path, o->pid > 0 ? " for that pid" : "",
 				strerror(-err));
 			return err;
 		}
@@ -208,17 +262,24 @@ static int libbpf_verbose(enum libbpf_print_level level, const char *fmt, va_lis
  */
 int tr_open(struct tracer *t, const struct tr_opts *o)
 {
-	int nargs[HKV_P_NR], ret, id;
+	int nargs[HKV_P_NR], xnargs[HKV_P_NR], ret, id;
 
 	libbpf_set_print(o->verbose ? libbpf_verbose : libbpf_quiet);
 	ret = tr_find_lib(o->pid, o->lib, t->lib, sizeof(t->lib));
 	if (ret)
 		return ret;
-	ret = check_probes(t->lib);
+	ret = check_probes(t->lib, HKV_PROBE_LIB_CORE, nargs);
 	if (ret)
 		return ret;
-	tr_elf_probes(t->lib, nargs);
-	t->skel = hugekv_bpf__open();
+	ret = tr_find_xfer_lib(o->pid, o->xfer_lib, t->lib, t->xfer_lib, sizeof(t->xfer_lib));
+	if (ret)
+		return ret;
+	if (t->xfer_lib[0] && (ret = check_probes(t->xfer_lib, HKV_PROBE_LIB_XFER, xnargs)))
+		return ret;
+	for (id = 0; id < HKV_P_NR; id++)
+		if (tr_probes[id].lib == HKV_PROBE_LIB_XFER)
+			nargs[id] = t->xfer_lib[0] ? xnargs[id] : -1;
+	t->skel = hugekv_trace_bpf__open();
 	if (!t->skel) {
 		ret = -errno;
 		fprintf(stderr, "hkv-trace: opening the BPF object: %s\n", strerror(-ret));
@@ -226,7 +287,7 @@ int tr_open(struct tracer *t, const struct tr_opts *o)
 	}
 	for (id = 0; id < HKV_P_NR; id++)
 		bpf_program__set_autoload(prog_of(t->skel, id), wanted(o, id) && nargs[id] >= 0);
-	ret = hugekv_bpf__load(t->skel);
+	ret = hugekv_trace_bpf__load(t->skel);
 	if (ret) {
 		fprintf(stderr, "hkv-trace: loading the BPF programs: %s%s\n", strerror(-ret),
 			ret == -EPERM ? " (root, or CAP_BPF and CAP_PERFMON, needed)" : "");
@@ -236,6 +297,7 @@ int tr_open(struct tracer *t, const struct tr_opts *o)
 	t->map_pools = bpf_map__fd(t->skel->maps.pools);
 	t->map_lanes = bpf_map__fd(t->skel->maps.lanes);
 	t->map_hists = bpf_map__fd(t->skel->maps.hists);
+	t->map_xfers = bpf_map__fd(t->skel->maps.xfers);
 	ret = attach_all(t, o, nargs);
 	return ret < 0 ? ret : 0;
 }
@@ -269,93 +331,6 @@ void tr_close(struct tracer *t)
 	ring_buffer__free(t->rb);
 	for (id = 0; id < HKV_P_NR; id++)
 		bpf_link__destroy(t->link[id]);
-	hugekv_bpf__destroy(t->skel);
+	hugekv_trace_bpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));
-}
-
-static bool on_bpffs(const char *path)
-{
-	struct statfs fs;
-
-	return !statfs(path, &fs) && fs.f_type == BPF_FS_MAGIC;
-}
-
-/* make DIR on a bpffs, mounting /sys/fs/bpf when DIR is under it */
-static int pin_dir(const char *dir)
-{
-	char parent[PATH_MAX], *slash;
-
-	if (!strncmp(dir, BPFFS "/", sizeof(BPFFS)) && !on_bpffs(BPFFS) &&
-	    mount("bpf", BPFFS, "bpf", 0, NULL)) {
-		fprintf(stderr, "hkv-trace: mounting bpffs on " BPFFS ": %s\n", strerror(errno));
-		return -errno;
-	}
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent)
-		*slash = 0;
-	if (!on_bpffs(parent) && !on_bpffs(dir)) {
-		fprintf(stderr, "hkv-trace: %s is not on a bpffs (mount -t bpf bpf " BPFFS ")\n", dir);
-		return -ENOTSUP;
-	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, "hkv-trace: mkdir %s: %s\n", dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-/**
- * tr_pin() - pin the maps as DIR/<map>, replacing stale pins
- * @t: a loaded tracer
- * @dir: a directory on a bpffs (created if missing)
- *
- * Return: 0, or -errno with a message printed.
- */
-int tr_pin(struct tracer *t, const char *dir)
-{
-	char path[PATH_MAX];
-	unsigned i;
-	int ret = pin_dir(dir);
-
-	for (i = 0; !ret && i < sizeof(pin_maps) / sizeof(pin_maps[0]); i++) {
-		struct bpf_map *m = bpf_object__find_map_by_name(t->skel->obj, pin_maps[i]);
-
-		snprintf(path, sizeof(path), "%s/%s", dir, pin_maps[i]);
-		if (unlink(path) && errno != ENOENT) {
-			ret = -errno;
-			fprintf(stderr, "hkv-trace: removing stale pin %s: %s\n", path, strerror(errno));
-			break;
-		}
-		ret = m ? bpf_map__pin(m, path) : -ENOENT;
-		if (ret)
-			fprintf(stderr, "hkv-trace: pinning %s: %s\n", path, strerror(-ret));
-	}
-	return ret;
-}
-
-/**
- * tr_unpin() - remove the pins tr_pin() made, and DIR when it is empty
- * @dir: the directory given to --pin
- *
- * Return: 0, or -errno with a message printed.
- */
-int tr_unpin(const char *dir)
-{
-	char path[PATH_MAX];
-	int ret = 0;
-	unsigned i;
-
-	for (i = 0; i < sizeof(pin_maps) / sizeof(pin_maps[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, pin_maps[i]);
-		if (unlink(path) && errno != ENOENT) {
-			ret = -errno;
-			fprintf(stderr, "hkv-trace: unpinning %s: %s\n", path, strerror(errno));
-		}
-	}
-	if (rmdir(dir) && errno != ENOENT) {
-		ret = ret ? ret : -errno;
-		fprintf(stderr, "hkv-trace: rmdir %s: %s\n", dir, strerror(errno));
-	}
-	return ret;
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * view.c - read the maps and print: the live per-pool view, the event
- * stream, the histograms, and the JSON object printed at exit.
+ * view.c - read the maps and print: the live per-pool and per-peer view,
+ * the event stream, the histograms, and the JSON object printed at exit.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include <bpf/bpf.h>
 
+#include "../lib/json_writer.h"
+#include "../lib/tool.h"
 #include "hkv-trace.h"
 
 #define MAX_SHOWN_EVENTS 16	/* events listed per live interval */
@@ -23,11 +26,18 @@ struct pool_row {
 	unsigned lanes;					/* lanes with a frag hit */
 };
 
+struct peer_row {
+	struct hkv_peer_key key;
+	struct hkv_xfer_stats st;
+};
+
 struct view {
 	struct tracer *t;
 	const struct tr_opts *o;
 	struct pool_row *cur, *prev;
 	unsigned ncur, nprev;
+	struct peer_row *xcur, *xprev;
+	unsigned nxcur, nxprev;
 	uint64_t start_ns;
 	struct hkv_event shown[MAX_SHOWN_EVENTS];
 	unsigned nshown;
@@ -35,20 +45,12 @@ struct view {
 };
 
 static const char *const hist_name[HKV_H_NR] = {
-	"alloc_pages", "alloc_extents", "evict_pages",
+	"alloc_pages", "alloc_extents", "evict_pages", "xfer_ns",
 };
 static const char *const hist_desc[HKV_H_NR] = {
 	"pages asked per allocation", "extents per successful allocation",
-	"pages per evicted unit",
+	"pages per evicted unit", "ns per transfer",
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);	/* the clock of bpf_ktime_get_ns */
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /**
  * view_new() - state for printing what a tracer's maps hold
@@ -65,13 +67,15 @@ struct view *view_new(struct tracer *t, const struct tr_opts *o)
 		return NULL;
 	v->cur = calloc(HKV_MAX_POOLS, sizeof(*v->cur));
 	v->prev = calloc(HKV_MAX_POOLS, sizeof(*v->prev));
-	if (!v->cur || !v->prev) {
+	v->xcur = calloc(HKV_MAX_PEERS, sizeof(*v->xcur));
+	v->xprev = calloc(HKV_MAX_PEERS, sizeof(*v->xprev));
+	if (!v->cur || !v->prev || !v->xcur || !v->xprev) {
 		view_free(v);
 		return NULL;
 	}
 	v->t = t;
 	v->o = o;
-	v->start_ns = now_ns();
+	v->start_ns = tool_now_ns();	/* the clock of bpf_ktime_get_ns */
 	return v;
 }
 
@@ -85,6 +89,8 @@ void view_free(struct view *v)
 		return;
 	free(v->cur);
 	free(v->prev);
+	free(v->xcur);
+	free(v->xprev);
 	free(v);
 }
 
@@ -126,6 +132,37 @@ static void read_pools(struct view *v)
 	}
 }
 
+static struct peer_row *peer_find(struct peer_row *rows, unsigned n,
+				   const struct hkv_peer_key *k)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (rows[i].key.tgid == k->tgid && rows[i].key.pool == k->pool &&
+		    rows[i].key.peer == k->peer)
+			return &rows[i];
+	return NULL;
+}
+
+/* snapshot the xfers map into v->xcur */
+static void read_xfers(struct view *v)
+{
+	struct hkv_peer_key k, *pk = NULL;
+	struct peer_row *r;
+
+	v->nxcur = 0;
+	while (v->nxcur < HKV_MAX_PEERS && !bpf_map_get_next_key(v->t->map_xfers, pk, &k)) {
+		pk = &k;
+		r = &v->xcur[v->nxcur];
+		r->key = k;
+		if (!bpf_map_lookup_elem(v->t->map_xfers, &k, &r->st))
+			v->nxcur++;
+	}
+}
+
+static bool xfer_traced(const struct view *v)
+{
+	return v->t->attached[HKV_P_XFER_SUBMIT] || v->t->attached[HKV_P_XFER_DONE];
+}
+
 static uint64_t count_of(struct view *v, uint32_t id)
 {
 	uint64_t c = 0;
@@ -157,6 +194,16 @@ static void print_event(FILE *f, const struct view *v, const struct hkv_event *e
 		fprintf(f, "arena_fallback: node %lld, %lld bytes, %lld-byte pages not obtained: "
 			"%s, %.3f ms\n", (long long)a[0], (long long)a[1], (long long)a[2],
 			strerror((int)(a[3] < 0 ? -a[3] : a[3])), a[4] / 1e6);
+		break;
+	case HKV_P_XFER_DONE:
+		if (a[3] < 0)
+			fprintf(f, "xfer_done failed: peer %llu, %lld bytes in %lld ops: %s, %.3f ms\n",
+				(unsigned long long)a[0], (long long)a[2], (long long)a[1],
+				strerror((int)-a[3]), a[4] / 1e6);
+		else
+			fprintf(f, "xfer_done straggler: peer %llu, %lld bytes in %lld ops, %.3f ms "
+				"(over %dx the peer's mean)\n", (unsigned long long)a[0],
+				(long long)a[2], (long long)a[1], a[4] / 1e6, HKV_STRAGGLER_FACTOR);
 		break;
 	default:
 		fprintf(f, "event %u\n", e->type);
@@ -234,6 +281,35 @@ static bool row_live(const struct view *v, const struct pool_row *r)
 	return !p || memcmp(&p->st, &r->st, sizeof(r->st));
 }
 
+/* one line per peer: the interval's transfers, bytes and latency */
+static void print_peers(const struct view *v, double dt)
+{
+	printf("%8s %6s %6s %9s %9s %9s %10s %10s %6s %6s\n", "PID", "POOL", "PEER", "XFER/s",
+	       "MB/s", "OPS/XFER", "LAT_MEAN", "LAT_MAX", "SLOW", "FAILED");
+	for (unsigned i = 0; i < v->nxcur; i++) {
+		const struct peer_row *r = &v->xcur[i];
+		const struct peer_row *p = peer_find(v->xprev, v->nxprev, &r->key);
+		struct peer_row zero = { 0 };
+		uint64_t n, ns;
+
+		if (!p)
+			p = &zero;
+		n = r->st.dones - p->st.dones;
+		ns = r->st.ns_sum - p->st.ns_sum;
+		printf("%8u %6llu %6llu %9.0f %9.1f", r->key.tgid, (unsigned long long)r->key.pool,
+		       (unsigned long long)r->key.peer, (double)n / dt,
+		       (double)(r->st.done_bytes - p->st.done_bytes) / dt / 1e6);
+		if (n)
+			printf(" %9.2f %8.3fms", (double)(r->st.done_ops - p->st.done_ops) / n,
+			       (double)ns / n / 1e6);
+		else
+			printf(" %9s %10s", "-", "-");
+		printf(" %8.3fms %6llu %6llu\n", r->st.ns_max / 1e6,
+		       (unsigned long long)(r->st.stragglers - p->st.stragglers),
+		       (unsigned long long)r->st.failures);
+	}
+}
+
 /**
  * view_tick() - print the live view for the interval that just ended
  * @v: the view
@@ -242,11 +318,13 @@ static bool row_live(const struct view *v, const struct pool_row *r)
 void view_tick(struct view *v, double dt)
 {
 	struct pool_row *swap;
+	struct peer_row *xswap;
 	char stamp[16];
 	time_t now = time(NULL);
 	unsigned i;
 
 	read_pools(v);
+	read_xfers(v);
 	if (v->o->mode == MODE_LIVE && !v->o->json) {
 		strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
 		printf("\n%s  %u pool(s) seen%s\n", stamp, v->ncur,
@@ -256,6 +334,8 @@ void view_tick(struct view *v, double dt)
 		for (i = 0; i < v->ncur; i++)
 			if (row_live(v, &v->cur[i]))
 				print_row(v, &v->cur[i], dt > 0 ? dt : 1);
+		if (xfer_traced(v))
+			print_peers(v, dt > 0 ? dt : 1);
 		printf("events: %llu\n", (unsigned long long)v->interval_events);
 		for (i = 0; i < v->nshown; i++)
 			print_event(stdout, v, &v->shown[i]);
@@ -270,6 +350,10 @@ void view_tick(struct view *v, double dt)
 	v->prev = v->cur;
 	v->cur = swap;
 	v->nprev = v->ncur;
+	xswap = v->xprev;
+	v->xprev = v->xcur;
+	v->xcur = xswap;
+	v->nxprev = v->nxcur;
 }
 
 static void slot_range(unsigned s, unsigned long long *lo, unsigned long long *hi)
@@ -306,88 +390,112 @@ static void print_hist(const char *name, const char *desc, const struct hkv_hist
 	}
 }
 
-static void json_hist(const struct hkv_hist *h)
+static void json_hist(struct json *j, const char *key, const struct hkv_hist *h)
 {
 	unsigned long long lo, hi;
-	bool first = true;
 
-	putchar('[');
+	json_arr(j, key);
 	for (unsigned s = 0; s < HKV_HIST_SLOTS; s++) {
 		if (!h->slot[s])
 			continue;
 		slot_range(s, &lo, &hi);
-		printf("%s{\"lo\": %llu, \"hi\": %llu, \"count\": %llu}", first ? "" : ", ",
-		       lo, hi, (unsigned long long)h->slot[s]);
-		first = false;
+		json_obj(j, NULL);
+		json_u64(j, "lo", lo);
+		json_u64(j, "hi", hi);
+		json_u64(j, "count", h->slot[s]);
+		json_close(j);
 	}
-	putchar(']');
+	json_close(j);
 }
 
-static void json_pools(const struct view *v)
+/* per-pool counters: the BPF struct's fields, named as they are there */
+static const struct {
+	const char *name;
+	size_t off;
+} pool_fields[] = {
+#define F(x) { #x, offsetof(struct hkv_pool_stats, x) }
+	F(allocs), F(alloc_failures), F(alloc_pages), F(alloc_extents),
+	F(multi_extent_allocs), F(frees), F(free_failures), F(freed_pages),
+	F(evictions), F(evicted_pages), F(evict_runs), F(frags), F(arena_maps),
+	F(mapped_bytes), F(fallbacks),
+#undef F
+};
+
+static void json_pools(struct json *j, const struct view *v)
 {
+	json_arr(j, "pools");
 	for (unsigned i = 0; i < v->ncur; i++) {
 		const struct pool_row *r = &v->cur[i];
-		const struct hkv_pool_stats *s = &r->st;
 
-		printf("%s\n    {\"pid\": %u, \"pool\": %llu, \"allocs\": %llu, "
-		       "\"alloc_failures\": %llu, \"alloc_pages\": %llu, \"alloc_extents\": %llu, "
-		       "\"multi_extent_allocs\": %llu, \"frees\": %llu, \"free_failures\": %llu, "
-		       "\"freed_pages\": %llu, \"evictions\": %llu, \"evicted_pages\": %llu, "
-		       "\"evict_runs\": %llu, \"frags\": %llu, \"arena_maps\": %llu, "
-		       "\"mapped_bytes\": %llu, \"fallbacks\": %llu, \"free_pages\": %llu, "
-		       "\"free_extents\": %llu, \"largest_free_extent\": %llu}",
-		       i ? "," : "", r->key.tgid, (unsigned long long)r->key.pool,
-		       (unsigned long long)s->allocs, (unsigned long long)s->alloc_failures,
-		       (unsigned long long)s->alloc_pages, (unsigned long long)s->alloc_extents,
-		       (unsigned long long)s->multi_extent_allocs, (unsigned long long)s->frees,
-		       (unsigned long long)s->free_failures, (unsigned long long)s->freed_pages,
-		       (unsigned long long)s->evictions, (unsigned long long)s->evicted_pages,
-		       (unsigned long long)s->evict_runs, (unsigned long long)s->frags,
-		       (unsigned long long)s->arena_maps, (unsigned long long)s->mapped_bytes,
-		       (unsigned long long)s->fallbacks, (unsigned long long)r->free_pages,
-		       (unsigned long long)r->free_extents, (unsigned long long)r->largest);
+		json_obj(j, NULL);
+		json_u64(j, "pid", r->key.tgid);
+		json_u64(j, "pool", r->key.pool);
+		for (size_t k = 0; k < sizeof(pool_fields) / sizeof(pool_fields[0]); k++)
+			json_u64(j, pool_fields[k].name,
+				 *(const __u64 *)((const char *)&r->st + pool_fields[k].off));
+		json_u64(j, "free_pages", r->free_pages);
+		json_u64(j, "free_extents", r->free_extents);
+		json_u64(j, "largest_free_extent", r->largest);
+		json_close(j);
 	}
+	json_close(j);
 }
 
-/* a JSON string: quotes, backslashes and control characters escaped */
-static void json_string(const char *s)
+static void json_xfers(struct json *j, const struct view *v, double elapsed)
 {
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
+	json_arr(j, "xfers");
+	for (unsigned i = 0; i < v->nxcur; i++) {
+		const struct peer_row *r = &v->xcur[i];
+		const struct hkv_xfer_stats *s = &r->st;
+
+		json_obj(j, NULL);
+		json_u64(j, "pid", r->key.tgid);
+		json_u64(j, "pool", r->key.pool);
+		json_u64(j, "peer", r->key.peer);
+		json_u64(j, "submits", s->submits);
+		json_u64(j, "submit_pages", s->submit_pages);
+		json_u64(j, "submit_ops", s->submit_ops);
+		json_u64(j, "submit_bytes", s->submit_bytes);
+		json_u64(j, "dones", s->dones);
+		json_u64(j, "done_ops", s->done_ops);
+		json_u64(j, "done_bytes", s->done_bytes);
+		json_u64(j, "failures", s->failures);
+		json_dbl(j, "ns_mean", s->dones ? (double)s->ns_sum / s->dones : 0);
+		json_u64(j, "ns_max", s->ns_max);
+		json_u64(j, "stragglers", s->stragglers);
+		json_dbl(j, "bytes_per_s", elapsed > 0 ? s->done_bytes / elapsed : 0);
+		json_close(j);
 	}
-	putchar('"');
+	json_close(j);
 }
 
 static void print_json(struct view *v, const struct hkv_hist *h, double elapsed)
 {
+	struct json j;
 	unsigned id;
 
-	printf("{\"duration_s\": %.3f, \"pid\": %d, \"library\": ", elapsed, v->o->pid);
-	json_string(v->t->lib);
-	printf(", \"ops\": %s", v->o->ops ? "true" : "false");
+	json_begin(&j, stdout);
+	json_dbl(&j, "duration_s", elapsed);
+	json_i64(&j, "pid", v->o->pid);
+	json_str(&j, "library", v->t->lib);
+	json_str(&j, "xfer_library", v->t->xfer_lib[0] ? v->t->xfer_lib : NULL);
+	json_bool(&j, "ops", v->o->ops);
 	/* a probe that was not attached has no count: null, not 0 */
 	for (id = 0; id < HKV_P_NR; id++) {
 		if (v->t->attached[id])
-			printf(", \"%s\": %llu", tr_probe_name[id],
-			       (unsigned long long)count_of(v, id));
+			json_u64(&j, tr_probes[id].name, count_of(v, id));
 		else
-			printf(", \"%s\": null", tr_probe_name[id]);
+			json_null(&j, tr_probes[id].name);
 	}
-	printf(", \"events\": %llu, \"dropped\": %llu,\n  \"pools\": [",
-	       (unsigned long long)v->total_events, (unsigned long long)count_of(v, HKV_C_DROPPED));
-	json_pools(v);
-	printf("],\n  \"hist\": {");
-	for (id = 0; id < HKV_H_NR; id++) {
-		printf("%s\"%s\": ", id ? ", " : "", hist_name[id]);
-		json_hist(&h[id]);
-	}
-	printf("}}\n");
+	json_u64(&j, "events", v->total_events);
+	json_u64(&j, "dropped", count_of(v, HKV_C_DROPPED));
+	json_pools(&j, v);
+	json_xfers(&j, v, elapsed);
+	json_obj(&j, "hist");
+	for (id = 0; id < HKV_H_NR; id++)
+		json_hist(&j, hist_name[id], &h[id]);
+	json_close(&j);
+	json_end(&j);
 }
 
 /**
@@ -404,6 +512,7 @@ void view_final(struct view *v, double elapsed)
 	for (id = 0; id < HKV_H_NR; id++)
 		bpf_map_lookup_elem(v->t->map_hists, &id, &h[id]);
 	read_pools(v);
+	read_xfers(v);
 	if (v->o->json) {
 		print_json(v, h, elapsed);
 	} else if (v->o->mode == MODE_HIST) {

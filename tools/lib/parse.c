@@ -170,6 +170,6 @@ const char *tool_parse_strerror(int err)
 	case -ERANGE:
 		return "out of range";
 	default:
-		return "not a decimal number with an optional suffix";
+		return "not a decimal number";
 	}
 }
