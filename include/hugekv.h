@@ -366,9 +366,12 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  * hkv_alloc() - allocate pages as extents
  * @pool: the pool
  * @npages: pages wanted (> 0)
- * @lane: lane to take them from, or HKV_LANE_ANY (one lane that has a free
- *	extent of @npages, else the lane with the most free pages; an answer
- *	never spans lanes, use hkv_alloc_lanes() for that)
+ * @lane: lane to take them from, or HKV_LANE_ANY: one lane that has a free
+ *	extent of @npages, else the lane with the most free pages if it has
+ *	@npages free; else, when the pool as a whole has @npages free, several
+ *	lanes at once (all or nothing, the fewest extents over all lanes' free
+ *	extents, listed lane by lane; each extent stays inside its lane). Use
+ *	hkv_alloc_lanes() to choose the count per lane.
  * @flags: 0 = contiguous-preferred; HKV_ALLOC_CONTIG = one extent or
  *	-ENOMEM; HKV_ALLOC_EVICT = run planned eviction first if needed
  * @ext: receives up to @max_ext extents, largest first

@@ -482,6 +482,64 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 	HKV_STORE(&x->free_pages, x->free_pages - total);
 }
 
+/**
+ * xi_cursor_first() - the free extents in descending length, group by group
+ * @x: the index
+ * @c: receives the first group (each treap extent alone, then each bin)
+ *
+ * Return: false when there is no free extent.
+ */
+bool xi_cursor_first(const struct xindex *x, struct xi_cursor *c)
+{
+	c->id = x->tree_max;
+	c->bin = x->nexact + 1;
+	if (c->id != XI_NIL) {
+		c->len = x->node[c->id].len;
+		c->count = 1;
+		return true;
+	}
+	return xi_cursor_next(x, c);
+}
+
+/**
+ * xi_cursor_next() - the next group of xi_cursor_first()'s walk
+ * @x: the index
+ * @c: the cursor
+ *
+ * Return: false at the end.
+ */
+bool xi_cursor_next(const struct xindex *x, struct xi_cursor *c)
+{
+	if (c->id != XI_NIL) {
+		c->id = tree_prev(x, c->id);
+		if (c->id != XI_NIL) {
+			c->len = x->node[c->id].len;
+			c->count = 1;
+			return true;
+		}
+	}
+	c->bin = bin_last_below(x, c->bin);
+	if (!c->bin)
+		return false;
+	c->len = c->bin;
+	c->count = x->bin_count[c->bin];
+	return true;
+}
+
+/**
+ * xi_fit_len() - length of the best fit for n pages
+ * @x: the index
+ * @n: pages (> 0)
+ *
+ * Return: the length of the smallest free extent >= n, or 0.
+ */
+uint64_t xi_fit_len(const struct xindex *x, uint64_t n)
+{
+	uint32_t id = find_fit(x, n);
+
+	return id == XI_NIL ? 0 : x->node[id].len;
+}
+
 /* ---- free ---------------------------------------------------------------- */
 
 /**

@@ -162,6 +162,16 @@ static inline void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, boo
 	}
 	xi_set_range_slow(bits, from, len, set);
 }
+/* the free extents in descending length, in groups of one length: treap
+ * extents one by one, then each bin (count extents of length bin) */
+struct xi_cursor {
+	uint32_t id, bin;
+	uint64_t len, count;
+};
+bool xi_cursor_first(const struct xindex *x, struct xi_cursor *c);
+bool xi_cursor_next(const struct xindex *x, struct xi_cursor *c);
+/* length of the best fit for n pages, or 0 */
+uint64_t xi_fit_len(const struct xindex *x, uint64_t n);
 /* sum over free extents of floor(len / r) * r: O(bins + large extents) */
 uint64_t xi_usable(const struct xindex *x, uint64_t r);
 /* free page ids in order into out (room for x->free_pages); returns count */
@@ -190,7 +200,7 @@ struct lane_counters {
 };
 
 struct lane {
-	pthread_mutex_t lock;
+	uint32_t lock;		/* 0 free, 1 held: lane_lock() */
 	struct xindex xi;
 	uint64_t first, npages;	/* absolute pages of the lane */
 	uint64_t gen;		/* mutation generation (free_slots cache) */
@@ -201,14 +211,24 @@ struct lane {
 
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);
 void lane_fini(struct lane *l);
+/*
+ * Lane sections are tens of nanoseconds: a waiter spins (pause) instead of
+ * sleeping in the kernel, and yields the CPU only when the holder seems
+ * preempted. A futex sleep and wake-up costs microseconds, longer than the
+ * section it waits for; with two threads on one lane that cost is the
+ * collapse the lock must avoid.
+ */
+void lane_lock_slow(struct lane *l);
 static inline void lane_lock(struct lane *l)
 {
-	pthread_mutex_lock(&l->lock);
+	if (likely(!__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)))
+		return;
+	lane_lock_slow(l);
 }
 
 static inline void lane_unlock(struct lane *l)
 {
-	pthread_mutex_unlock(&l->lock);
+	__atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);
 }
 /* lane owning an absolute page */
 unsigned lane_of(const struct hkv_pool *pool, uint64_t page);
@@ -224,9 +244,14 @@ unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint6
 /* lock or unlock lanes lo..hi, in ascending order (the lock order) */
 void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi);
 void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi);
-/* HKV_LANE_ANY: a lane with one extent of n pages, else the emptiest */
+/* HKV_LANE_ANY: a lane with one extent of n pages, else the emptiest, else
+ * several lanes (lane_alloc_spread) */
 int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out);
+/* multi.c: n pages from several lanes, fewest extents, all or nothing
+ * (every lane locked); extents lane by lane. -ENOMEM, -ENOSPC */
+int lane_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_extent *ext,
+		      unsigned max_ext);
 
 /* ---- pool.c: pool life cycle, option checks, alloc/free entry points --- */
 struct hkv_arena;

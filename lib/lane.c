@@ -4,6 +4,8 @@
  * contiguous block of pages, with its own lock and counters, so threads on
  * different lanes never contend and extents never cross a lane.
  */
+#include <sched.h>
+
 #include "internal.h"
 #include "trace.h"
 
@@ -18,7 +20,6 @@
  */
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
 {
-	pthread_mutexattr_t attr;
 	int err;
 
 	memset(l, 0, sizeof(*l));
@@ -27,11 +28,44 @@ int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
 		return err;
 	l->first = first;
 	l->npages = npages;
-	pthread_mutexattr_init(&attr);
-	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&l->lock, &attr);
-	pthread_mutexattr_destroy(&attr);
 	return 0;
+}
+
+#define LANE_SPINS	256	/* pause rounds before yielding the CPU */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/**
+ * lane_lock_slow() - wait for a lane lock another thread holds
+ * @l: the lane
+ *
+ * Test-and-test-and-set: spin on a plain load (the line stays shared, no
+ * write traffic) with a pause, try again when it looks free; after
+ * LANE_SPINS rounds the holder is probably not running, so give it the CPU
+ * (sched_yield: the only system call outside os.c, because the lock must
+ * not go through a replaceable table).
+ */
+void lane_lock_slow(struct lane *l)
+{
+	unsigned spins = 0;
+
+	do {
+		while (__atomic_load_n(&l->lock, __ATOMIC_RELAXED)) {
+			if (++spins < LANE_SPINS) {
+				cpu_relax();
+			} else {
+				sched_yield();
+				spins = 0;
+			}
+		}
+	} while (__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE));
 }
 
 /**
@@ -40,7 +74,6 @@ int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
  */
 void lane_fini(struct lane *l)
 {
-	pthread_mutex_destroy(&l->lock);
 	xi_fini(&l->xi);
 }
 
@@ -146,19 +179,21 @@ static __thread unsigned lane_hint;
  *
  * Prefers a lane that has one extent of @n pages, starting from this
  * thread's last lane (threads spread out and stay put); else the lane with
- * the most free pages. O(nlanes) relaxed reads, one lock taken per try.
+ * the most free pages; when no lane has @n free pages, several lanes
+ * (lane_alloc_spread(), all locked). O(nlanes) relaxed reads, one lock
+ * taken per try. @lane_out is HKV_LANE_ANY for an answer from several lanes.
  *
  * Return: extents, -ENOMEM or -ENOSPC.
  */
 int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out)
 {
-	unsigned i, start = lane_hint % pool->nlanes, best = start;
+	unsigned i, start = lane_hint < pool->nlanes ? lane_hint : 0, best = start;
+	unsigned ln = start;
 	uint64_t most = 0;
 	int ret;
 
-	for (i = 0; i < pool->nlanes; i++) {
-		unsigned ln = (start + i) % pool->nlanes;
+	for (i = 0; i < pool->nlanes; i++, ln = ln + 1 < pool->nlanes ? ln + 1 : 0) {
 		struct lane *l = &pool->lanes[ln];
 		uint64_t avail = HKV_LOAD(&l->xi.free_pages);
 
@@ -176,6 +211,11 @@ int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 			lane_hint = *lane_out = ln;
 			return ret;
 		}
+	}
+	/* no lane holds n pages: the pool may, across lanes */
+	if (most < n && pool->nlanes > 1 && !(flags & HKV_ALLOC_CONTIG)) {
+		*lane_out = HKV_LANE_ANY;
+		return lane_alloc_spread(pool, n, ext, max_ext);
 	}
 	*lane_out = best;
 	lane_lock(&pool->lanes[best]);

@@ -158,6 +158,120 @@ out:
 	return ret;
 }
 
+/* one lane's share of a request spread over lanes */
+struct spread {
+	struct xi_cursor c;	/* its free extents, descending */
+	bool live;		/* c holds a group */
+	uint64_t pages;		/* taken from this lane */
+	long k;			/* extents taken from it */
+};
+
+/*
+ * Fewest extents over the union of the lanes' free extents: whole extents
+ * largest-first (merging the lanes' descending walks) until the rest fits
+ * in one, then that rest as a best fit from the lane whose fit is
+ * smallest. Each lane's share is then exactly what xi_take() does: its
+ * k - 1 largest whole and a best fit for the rest. Lanes locked.
+ */
+static long spread_plan(struct hkv_pool *pool, uint64_t n, struct spread *s,
+			unsigned max_ext)
+{
+	uint64_t need = n, fit = 0, free = 0;
+	unsigned i, j, r;
+	long k = 0;
+
+	for (i = 0; i < pool->nlanes; i++) {	/* calloc'ed: the rest is zero */
+		s[i].live = xi_cursor_first(&pool->lanes[i].xi, &s[i].c);
+		free += pool->lanes[i].xi.free_pages;
+	}
+	if (free < n)
+		return -ENOMEM;		/* before -ENOSPC, as in one lane */
+	for (;;) {
+		uint64_t take;
+
+		for (j = pool->nlanes, i = 0; i < pool->nlanes; i++)
+			if (s[i].live && (j == pool->nlanes || s[i].c.len > s[j].c.len))
+				j = i;
+		if (j == pool->nlanes)
+			return -ENOMEM;
+		if (s[j].c.len >= need)
+			break;
+		take = HKV_MIN(s[j].c.count, (need - 1) / s[j].c.len);
+		k += (long)take;
+		if (k + 1 > (long)max_ext)
+			return -ENOSPC;
+		s[j].pages += take * s[j].c.len;
+		s[j].k += (long)take;
+		need -= take * s[j].c.len;
+		if (take == s[j].c.count)
+			s[j].live = xi_cursor_next(&pool->lanes[j].xi, &s[j].c);
+		else
+			s[j].c.count -= take;
+	}
+	for (r = j, i = 0; i < pool->nlanes; i++) {
+		uint64_t f;
+
+		if (!s[i].live || s[i].c.len < need)
+			continue;
+		f = xi_fit_len(&pool->lanes[i].xi, need);
+		if (!fit || f < fit) {
+			fit = f;
+			r = i;
+		}
+	}
+	s[r].pages += need;
+	s[r].k++;
+	return k + 1;
+}
+
+/**
+ * lane_alloc_spread() - n pages from several lanes, all or nothing
+ * @pool: the pool (more than one lane)
+ * @n: pages (> 0)
+ * @ext: receives the extents, lane by lane (each lane's largest first)
+ * @max_ext: room in @ext
+ *
+ * For HKV_LANE_ANY when no single lane has @n free pages. Every lane is
+ * locked (ascending) while the plan is made and taken.
+ *
+ * Return: extents, -ENOMEM (the pool has fewer free pages, or no memory
+ * for the plan) or -ENOSPC; nothing is taken then.
+ */
+int lane_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_extent *ext,
+		      unsigned max_ext)
+{
+	struct spread *s = calloc(pool->nlanes, sizeof(*s));
+	unsigned i, last = pool->nlanes - 1, got = 0;
+	long k;
+
+	if (!s)
+		return -ENOMEM;
+	lanes_lock(pool, 0, last);
+	k = spread_plan(pool, n, s, max_ext);
+	if (k < 0) {
+		pool->lanes[0].c.alloc_failures++;
+		goto unlock;
+	}
+	for (i = 0; i <= last; i++) {
+		struct lane *l = &pool->lanes[i];
+
+		if (!s[i].k)
+			continue;
+		xi_take(&l->xi, s[i].pages, s[i].k, ext + got);
+		got += (unsigned)s[i].k;
+		l->c.pages_allocated += s[i].pages;
+		l->gen++;
+		trace_frag(pool, l, i);
+	}
+	pool->lanes[0].c.allocs++;
+	pool->lanes[0].c.extents_returned += (uint64_t)k;
+	pool->lanes[0].c.multi_extent_allocs += k > 1;
+unlock:
+	lanes_unlock(pool, 0, last);
+	free(s);
+	return (int)k;
+}
+
 /* lanes with a non-zero count: first and last, and the total */
 static int lanes_validate(const struct hkv_pool *pool, const uint64_t *count,
 			  unsigned *lo, unsigned *hi, uint64_t *total)

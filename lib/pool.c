@@ -150,6 +150,8 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 	}
 	if (flags & HKV_ALLOC_EVICT)
 		res_make_room(pool, lane, npages);
+	if (lane == HKV_LANE_ANY && pool->nlanes == 1)
+		lane = used = 0;	/* one lane: no lane choice to make */
 	if (lane == HKV_LANE_ANY) {
 		ret = lane_alloc_any(pool, npages, flags, ext, max_ext, &used);
 	} else {

@@ -24,6 +24,7 @@ struct model {
 	size_t nlive;
 	uint64_t rng;
 	uint64_t max_req;
+	uint64_t spread;		/* HKV_LANE_ANY answers from several lanes */
 };
 
 static uint64_t rnd(struct model *m)
@@ -152,6 +153,95 @@ static void do_alloc(struct model *m)
 	free(start);
 }
 
+/* the lane of an absolute page */
+static unsigned page_lane(struct model *m, uint64_t p)
+{
+	struct hkv_extent r;
+
+	for (unsigned l = 0; l < m->nlanes; l++)
+		if (hkv_lane_range(m->pool, l, &r) == 0 && p >= r.start && p < r.start + r.len)
+			return l;
+	fail();
+	return 0;
+}
+
+/* free pages of a lane in the model */
+static uint64_t lane_free(struct model *m, unsigned lane)
+{
+	struct hkv_extent r;
+	uint64_t n = 0;
+
+	hkv_lane_range(m->pool, lane, &r);
+	for (uint64_t p = r.start; p < r.start + r.len; p++)
+		n += !m->used[p];
+	return n;
+}
+
+/*
+ * HKV_LANE_ANY: a lane with a run of n pages answers with one best-fit
+ * extent; else the lane with the most free pages answers with its fewest;
+ * else, when the pool has n free pages, several lanes answer with the
+ * fewest extents of all lanes' runs together (each extent inside a lane).
+ */
+static void do_alloc_any(struct model *m)
+{
+	uint64_t n = req_size(m) * (rnd(m) % 16 == 0 ? 8 : 1), sum = 0, most = 0;
+	uint64_t *len = malloc(m->npages * sizeof(*len));
+	uint64_t *start = malloc(m->npages * sizeof(*start));
+	uint64_t *all = malloc(m->npages * sizeof(*all));
+	size_t nr, nall = 0;
+	bool one = false;
+	struct hkv_extent e[64];
+	int k, j;
+
+	for (unsigned l = 0; l < m->nlanes; l++) {
+		nr = lane_runs(m, l, len, start);
+		for (size_t i = 0; i < nr; i++) {
+			one |= len[i] >= n;
+			all[nall++] = len[i];
+		}
+		most = HKV_MAX(most, lane_free(m, l));
+	}
+	k = hkv_alloc(m->pool, n, HKV_LANE_ANY, 0, e, 64);
+	if (k == -ENOSPC) {
+		assert_false(one);
+		assert_true(most < n ? fewest(all, nall, n) > 64 : true);
+		goto out;
+	}
+	if (k < 0) {
+		assert_int_equal(k, -ENOMEM);
+		assert_true(m->nfree < n);
+		goto out;
+	}
+	if (one || most >= n) {		/* one lane answered, as hkv_alloc(lane) */
+		unsigned l = page_lane(m, e[0].start);
+
+		assert_true(one ? k == 1 : lane_free(m, l) == most);
+		nr = lane_runs(m, l, len, start);
+		check_alloc(m, l, n, k, e, len, start, nr);
+		goto out;
+	}
+	assert_int_equal(k, fewest(all, nall, n));	/* spread over lanes */
+	for (j = 0; j < k; j++) {
+		unsigned l = page_lane(m, e[j].start);
+
+		assert_int_equal(page_lane(m, e[j].start + e[j].len - 1), l);
+		for (uint64_t p = e[j].start; p < e[j].start + e[j].len; p++) {
+			assert_int_equal(m->used[p], 0);
+			m->used[p] = 1;
+		}
+		sum += e[j].len;
+		m->live[m->nlive++] = e[j];
+	}
+	assert_int_equal(sum, n);
+	m->nfree -= n;
+	m->spread++;
+out:
+	free(len);
+	free(start);
+	free(all);
+}
+
 /* free a random live extent, whole or a random sub-range (radix split) */
 static void do_free(struct model *m)
 {
@@ -208,7 +298,9 @@ static void run_model(uint64_t npages, unsigned nlanes, uint64_t max_req, long o
 		bool alloc = m.nlive == 0 || (m.nfree > npages / 20 ? rnd(&m) % 8 != 0
 								     : rnd(&m) % 3 == 0);
 
-		if (alloc)
+		if (alloc && nlanes > 1 && rnd(&m) % 4 == 0)
+			do_alloc_any(&m);
+		else if (alloc)
 			do_alloc(&m);
 		else
 			do_free(&m);
@@ -226,6 +318,11 @@ static void run_model(uint64_t npages, unsigned nlanes, uint64_t max_req, long o
 			      (unsigned long long)st.alloc_failures);
 		assert_true(st.allocs + st.alloc_failures > (uint64_t)ops / 3);
 		assert_true(st.multi_extent_allocs > 0 && st.alloc_failures > 0);
+		if (nlanes > 1) {	/* and HKV_LANE_ANY answers across lanes */
+			print_message("%llu HKV_LANE_ANY answers from several lanes\n",
+				      (unsigned long long)m.spread);
+			assert_true(m.spread > 0);
+		}
 	}
 	while (m.nlive)
 		do_free(&m);

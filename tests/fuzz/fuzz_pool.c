@@ -92,6 +92,9 @@ static void op_alloc(struct fz *f)
 	k = hkv_alloc(f->pool, n, lane == f->nlanes ? HKV_LANE_ANY : lane, flags, e, max);
 	if (k < 0) {
 		MUST(k == -ENOMEM || k == -ENOSPC);
+		/* HKV_LANE_ANY fails for want of pages only when the pool lacks them */
+		if (k == -ENOMEM && lane == f->nlanes && !flags)
+			MUST(before < n);
 		if (!(flags & HKV_ALLOC_EVICT))
 			MUST(hkv_available(f->pool) == before);
 		reconcile_units(f);

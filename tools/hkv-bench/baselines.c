@@ -13,6 +13,7 @@
  *	only the measured ops pay for the sort.
  * token-freelist: a flat free list sliced from the front (O(1)), frees
  *	appended; no contiguity at all.
+ * tlsf: the fast good-fit family hugekv must beat (tlsf.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -435,7 +436,7 @@ const struct balloc_ops bl_token_freelist = {
 };
 
 const struct balloc_ops *const baselines[] = {
-	&bl_sorted_scan, &bl_token_freelist, &bl_bitmap_firstfit, NULL,
+	&bl_sorted_scan, &bl_token_freelist, &bl_bitmap_firstfit, &bl_tlsf, NULL,
 };
 
 const struct balloc_ops *baseline_find(const char *name)

@@ -101,6 +101,11 @@ int churn_run(struct churn *c)
 		return err;
 	lat_median(a, c->repeat, &c->alloc_med);
 	lat_median(f, c->repeat, &c->free_med);
+	if (c->family && c->w.evict == EVICT_RANDOM) {
+		err = family_run(c);
+		if (err)
+			return err;
+	}
 	for (unsigned b = 0; b < c->nbl && !err; b++) {
 		uint64_t cap = c->baseline_ops ? c->baseline_ops : c->bl[b]->default_ops;
 
@@ -144,8 +149,8 @@ static const char churn_usage[] =
 "  --split F            share of frees that release only a tail (default 0.25)\n"
 "  --evict MODE         random|lru|lru-coalesce victims (default random)\n"
 "  --touch F            lru modes: chance per op to touch a live unit (0.5)\n"
-"  --baselines LIST     all|none|sorted-scan,token-freelist,bitmap-firstfit\n"
-"                       (default all)\n"
+"  --baselines LIST     all|none|sorted-scan,token-freelist,bitmap-firstfit,\n"
+"                       tlsf (default all)\n"
 "  --baseline-ops N     measured ops per baseline (default: all of them,\n"
 "                       sorted-scan 2000)\n"
 "  --repeat R           hugekv runs; figures are medians (default 3)\n"
@@ -187,13 +192,17 @@ static int parse_baselines(struct churn *c, const char *s)
 	char buf[256], *tok, *save;
 
 	c->nbl = 0;
+	c->family = false;
 	if (!strcmp(s, "none"))
 		return 0;
 	if (!strcmp(s, "all"))
-		s = "sorted-scan,token-freelist,bitmap-firstfit";
+		s = "sorted-scan,token-freelist,bitmap-firstfit,tlsf";
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		const struct balloc_ops *b = baseline_find(tok);
+
+		if (b == &bl_tlsf)
+			c->family = true;	/* and its side-by-side table */
 
 		if (!b || c->nbl == CHURN_MAX_BASELINES) {
 			fprintf(stderr, "hkv-bench: --baselines: unknown or repeated '%s'\n", tok);
@@ -356,10 +365,19 @@ int bench_churn(int argc, char **argv)
 	if (!err && c->csv)
 		err = report_csv(c, c->csv, c->tag);
 	if (!err) {
-		if (c->json)
-			report_json(c, stdout);
-		else
+		if (c->json) {
+			struct json j;
+
+			json_begin(&j, stdout);
+			json_str(&j, "bench", "churn");
+			json_u64(&j, "version", 1);
+			report_json_body(c, &j);
+			family_json(c, &j);
+			json_end(&j);
+		} else {
 			report_text(c, stdout);
+			family_text(c, stdout);
+		}
 		if (c->stats && hkv_adapter_last_pool && !c->json)
 			hkv_stats_print(hkv_adapter_last_pool, stdout, 0);
 	}

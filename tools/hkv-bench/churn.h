@@ -31,9 +31,41 @@ struct balloc_ops {
 	int (*measure)(void *st);
 };
 
-extern const struct balloc_ops bl_sorted_scan, bl_token_freelist, bl_bitmap_firstfit;
+extern const struct balloc_ops bl_sorted_scan, bl_token_freelist, bl_bitmap_firstfit,
+	bl_tlsf;
 extern const struct balloc_ops *const baselines[];	/* NULL-terminated */
 const struct balloc_ops *baseline_find(const char *name);
+
+/* ---- tlsf.c: the TLSF / OffsetAllocator family, handles kept by the caller */
+#define TL_NIL		UINT32_MAX
+#define likely_tl(x)	__builtin_expect(!!(x), 1)
+#define unlikely_tl(x)	__builtin_expect(!!(x), 0)
+
+struct tl_node {		/* one block, used or free; 32 bytes */
+	uint32_t off, size;
+	uint32_t bprev, bnext;	/* bin list (free blocks) */
+	uint32_t nprev, nnext;	/* address neighbours */
+	uint32_t bin, used;
+};
+
+struct tlsf {
+	uint32_t npages, free_pages;
+	uint32_t top;			/* non-empty top bins */
+	uint8_t leaf[32];		/* non-empty bins of each top bin */
+	uint32_t head[256];
+	struct tl_node *node;
+	uint32_t *stack, nfree_ids, used_ids, peak_ids, cap;
+	uint32_t *map;			/* bl_tlsf only: page -> block */
+};
+
+int tlsf_create(uint64_t npages, void **st);
+void tlsf_destroy(void *st);
+/* extents (one per block) and their handles, or -ENOMEM/-ENOSPC/-EINVAL */
+int tlsf_alloc(void *st, uint32_t n, struct hkv_extent *ext, unsigned max, uint32_t *h);
+void tlsf_free_one(struct tlsf *t, uint32_t id);
+void tlsf_shrink(void *st, uint32_t id, uint32_t keep);
+void tlsf_insert(struct tlsf *t, uint32_t id);
+size_t tlsf_metadata_bytes(const struct tlsf *t);
 
 /* ---- the operation trace ------------------------------------------------ */
 enum { OP_ALLOC, OP_FREE, OP_PARTIAL };
@@ -120,7 +152,13 @@ void result_free(struct result *r);
 
 /* ---- one churn benchmark: hugekv repeated, then each baseline ------------ */
 #define CHURN_MAX_REPEAT	15
-#define CHURN_MAX_BASELINES	3
+#define CHURN_MAX_BASELINES	4
+
+struct fam_fig {			/* family.c: one allocator's figures */
+	double ns_per_op;		/* whole run, no per-call timer */
+	struct lat alloc, free;		/* per call; free drained */
+	double epa, meta_bpp;
+};
 
 struct churn {
 	struct workload w;
@@ -140,6 +178,9 @@ struct churn {
 	struct result blr[CHURN_MAX_BASELINES];
 	struct hkv_stats st;		/* hugekv pool after the first run */
 	bool have_st;
+	bool family;			/* run family.c's side-by-side */
+	struct fam_fig fam[2];		/* hugekv, tlsf */
+	bool have_fam;
 };
 
 void churn_defaults(struct churn *c);
@@ -148,6 +189,11 @@ int churn_parse(struct churn *c, int argc, char **argv, const char *usage);
 int churn_run(struct churn *c);
 void churn_free(struct churn *c);
 const char *evict_name(int evict);
+
+/* family.c: hugekv vs tlsf.c, whole-run and drained per-call timing */
+int family_run(struct churn *c);
+void family_text(const struct churn *c, FILE *f);
+void family_json(const struct churn *c, struct json *j);
 
 /* report.c */
 void report_text(const struct churn *c, FILE *f);

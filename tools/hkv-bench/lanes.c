@@ -5,6 +5,12 @@
  * thread churns its own allocations (random victims) at the target
  * occupancy of its share, after a burn-in; the figure is ops per second
  * over the slowest thread's wall time, median of the repeats.
+ *
+ * Handoff (the engine pattern: a scheduler allocates, a backup thread frees):
+ * one thread allocates and picks the victims, and hands each victim through
+ * a single-producer ring to the other thread, which frees it. Ops are the
+ * allocations plus the frees; time runs until the last handed victim is
+ * freed.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,8 +33,19 @@ struct lrec {
 	struct hkv_extent *many;
 };
 
+#define RING_SIZE	4096	/* victims in flight, handoff mode */
+
+struct ring {			/* single producer, single consumer */
+	struct lrec slot[RING_SIZE];
+	uint64_t head __attribute__((aligned(64)));	/* written by the consumer */
+	uint64_t tail __attribute__((aligned(64)));	/* written by the producer */
+	int done;		/* producer finished */
+};
+
 struct lthread {
 	struct hkv_pool *pool;
+	struct ring *ring;	/* handoff: producer (allocates) or consumer */
+	bool consumer;
 	unsigned lane, cpu;
 	uint64_t target, ops, burnin_ops;
 	const struct sizes *sizes;
@@ -42,12 +59,15 @@ struct lcfg {
 	const char *name;
 	unsigned threads, nlanes;
 	bool shared;		/* all threads on lane 0 */
+	bool handoff;		/* thread 0 allocates, thread 1 frees */
 };
 
-static const struct lcfg lcfgs[] = {
-	{ "1 thread", 1, 1, false },
-	{ "2 threads, own lanes", 2, 2, false },
-	{ "2 threads, one lane", 2, 1, true },
+#define NCFG	4
+static const struct lcfg lcfgs[NCFG] = {
+	{ "1 thread", 1, 1, false, false },
+	{ "2 threads, own lanes", 2, 2, false, false },
+	{ "2 threads, one lane", 2, 1, true, false },
+	{ "2 threads, handoff", 2, 1, true, true },
 };
 
 struct lanes_opts {
@@ -57,8 +77,17 @@ struct lanes_opts {
 	bool json;
 	const char *csv;
 	struct sizes sizes;
-	double mops[3][LANES_MAX_REPEAT], med[3];
+	double mops[NCFG][LANES_MAX_REPEAT], med[NCFG];
 };
+
+static void lt_pin(const struct lthread *t)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(t->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);	/* best effort */
+}
 
 static int lt_alloc(struct lthread *t, struct lrec *r, uint32_t n, struct hkv_extent *ext)
 {
@@ -147,6 +176,115 @@ static void *lt_main(void *arg)
 	return NULL;
 }
 
+static void ring_push(struct ring *r, const struct lrec *x)
+{
+	uint64_t t = r->tail;
+
+	while (t - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == RING_SIZE)
+		sched_yield();	/* the consumer is behind */
+	r->slot[t % RING_SIZE] = *x;
+	__atomic_store_n(&r->tail, t + 1, __ATOMIC_RELEASE);
+}
+
+/* handoff consumer: free what the producer hands over until it is done;
+ * its frees are counted in the producer's ops (one per victim handed) */
+static void *lt_consumer(void *arg)
+{
+	struct lthread *t = arg;
+	struct ring *r = t->ring;
+	uint64_t h = 0, t0;
+
+	lt_pin(t);
+	pthread_barrier_wait(t->bar);
+	t0 = now_ns();
+	for (;;) {
+		uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+
+		if (h == tail) {
+			if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) &&
+			    h == __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE))
+				break;
+			sched_yield();
+			continue;
+		}
+		for (; h < tail; h++) {
+			struct lrec *x = &r->slot[h % RING_SIZE];
+
+			if (!t->err)
+				t->err = lt_free(t, x);
+			else
+				free(x->many);
+		}
+		__atomic_store_n(&r->head, h, __ATOMIC_RELEASE);
+	}
+	t->ns = now_ns() - t0;
+	t->ops = 0;
+	return NULL;
+}
+
+/* handoff producer: allocate; when full, hand a random victim over (after
+ * a burn-in where it frees them itself) */
+static void *lt_producer(void *arg)
+{
+	struct lthread *t = arg;
+	uint64_t cap = t->target + 1, live_pages = 0, nlive = 0, t0 = 0;
+	struct lrec *live = calloc(cap, sizeof(*live));
+	uint32_t *lsize = calloc(cap, sizeof(*lsize));
+	struct hkv_extent *ext = malloc(LANES_MAX_SIZE * sizeof(*ext));
+	struct rng rng;
+	uint32_t next;
+
+	lt_pin(t);
+	rng_seed(&rng, t->seed);
+	next = sizes_draw(t->sizes, &rng);
+	if (!live || !lsize || !ext)
+		t->err = -ENOMEM;
+	for (uint64_t i = 0; i < t->burnin_ops + t->ops; i++) {
+		if (i == t->burnin_ops) {
+			pthread_barrier_wait(t->bar);	/* the consumer starts */
+			t0 = now_ns();
+		}
+		if (t->err)
+			continue;
+		if (live_pages + next <= t->target) {
+			int err = lt_alloc(t, &live[nlive], next, ext);
+
+			if (!err) {
+				lsize[nlive++] = next;
+				live_pages += next;
+				next = sizes_draw(t->sizes, &rng);
+				continue;
+			}
+			if (err != -ENOMEM || i < t->burnin_ops) {
+				t->err = err;
+				continue;
+			}
+			sched_yield();	/* handed pages not freed yet */
+			i--;
+			continue;
+		}
+		if (nlive) {
+			uint64_t v = rng_below(&rng, nlive);
+
+			if (i < t->burnin_ops)
+				t->err = lt_free(t, &live[v]);
+			else
+				ring_push(t->ring, &live[v]);
+			live_pages -= lsize[v];
+			live[v] = live[--nlive];
+			lsize[v] = lsize[nlive];
+		}
+	}
+	__atomic_store_n(&t->ring->done, 1, __ATOMIC_RELEASE);
+	t->ns = now_ns() - t0;
+	while (nlive)
+		lt_free(t, &live[--nlive]);
+	free(live);
+	free(lsize);
+	free(ext);
+	return NULL;
+}
+
 static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep,
 		      double *mops)
 {
@@ -159,10 +297,16 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 	struct hkv_pool *pool;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t ns = 0, ops = 0;
-	int err = hkv_pool_create(&po, &pool);
+	struct ring *ring = NULL;
+	int err;
 
-	if (err)
+	if (cfg->handoff && !(ring = calloc(1, sizeof(*ring))))
+		return -ENOMEM;
+	err = hkv_pool_create(&po, &pool);
+	if (err) {
+		free(ring);
 		return err;
+	}
 	pthread_barrier_init(&bar, NULL, cfg->threads);
 	for (unsigned i = 0; i < cfg->threads; i++) {
 		t[i] = (struct lthread){
@@ -173,7 +317,15 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 			.seed = 1000 * rep + i + 1,
 		};
 		t[i].burnin_ops = t[i].target / (uint64_t)(o->sizes.mean + 1) * 4;
-		if (pthread_create(&tid[i], NULL, lt_main, &t[i])) {
+		if (cfg->handoff) {	/* one producer over the whole lane */
+			t[i].ring = ring;
+			t[i].consumer = i == 1;
+			t[i].target = (uint64_t)(o->occupancy * o->pages);
+			t[i].burnin_ops = t[i].target / (uint64_t)(o->sizes.mean + 1) * 4;
+			t[i].ops = 2 * o->ops;
+		}
+		if (pthread_create(&tid[i], NULL, !cfg->handoff ? lt_main :
+				   i ? lt_consumer : lt_producer, &t[i])) {
 			fprintf(stderr, "hkv-bench: cannot start a thread\n");
 			err = -EAGAIN;
 			t[i].ns = t[i].ops = 0;
@@ -191,6 +343,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 	}
 	pthread_barrier_destroy(&bar);
 	hkv_pool_destroy(pool);
+	free(ring);
 	*mops = ns ? ops * 1e3 / ns : 0;
 	return err;
 }
@@ -199,7 +352,9 @@ static const char lanes_usage[] =
 "usage: hkv-bench lanes [options]\n"
 "Allocation throughput (allocs + frees per second) of 1 thread, 2 threads on\n"
 "their own lanes, and 2 threads on one lane, each churning its share of an\n"
-"index-only pool at the target occupancy (random victims, default sizes).\n"
+"index-only pool at the target occupancy (random victims, default sizes);\n"
+"and handoff: one thread allocates and hands each victim to a second\n"
+"thread that frees it (both on one lane).\n"
 "\n"
 "  --pages N        pages in the pool (default 1M)\n"
 "  --ops N          measured ops per thread (default 1M)\n"
@@ -259,7 +414,7 @@ static void lanes_report(const struct lanes_opts *o)
 		printf("lanes: %llu pages, occupancy %.2f, %llu ops per thread, median of %u\n",
 		       (unsigned long long)o->pages, o->occupancy,
 		       (unsigned long long)o->ops, o->repeat);
-		for (int c = 0; c < 3; c++)
+		for (int c = 0; c < NCFG; c++)
 			printf("  %-22s %8.2f Mops/s  (%.2fx 1 thread)\n", lcfgs[c].name,
 			       o->med[c], o->med[c] / o->med[0]);
 		return;
@@ -276,6 +431,8 @@ static void lanes_report(const struct lanes_opts *o)
 	json_dbl(&j, "one_lane_two_threads_mops", o->med[2]);
 	json_dbl(&j, "two_lanes_speedup", o->med[1] / o->med[0]);
 	json_dbl(&j, "one_lane_speedup", o->med[2] / o->med[0]);
+	json_dbl(&j, "handoff_mops", o->med[3]);
+	json_dbl(&j, "handoff_speedup", o->med[3] / o->med[0]);
 	json_end(&j);
 }
 
@@ -295,19 +452,19 @@ int bench_lanes(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	timer_init();
 	for (unsigned r = 0; r < o.repeat && !err; r++)
-		for (int c = 0; c < 3 && !err; c++)
+		for (int c = 0; c < NCFG && !err; c++)
 			err = lanes_once(&o, &lcfgs[c], r, &o.mops[c][r]);
 	if (err) {
 		fprintf(stderr, "hkv-bench lanes: %s\n", hkv_strerror(err));
 		sizes_free(&o.sizes);
 		return 1;
 	}
-	for (int c = 0; c < 3; c++)
+	for (int c = 0; c < NCFG; c++)
 		o.med[c] = median_d(o.mops[c], o.repeat);
 	if (o.csv) {
 		FILE *f = csv_open(o.csv, "lanes.csv", "config,threads,lanes,mops");
 
-		for (int c = 0; f && c < 3; c++)
+		for (int c = 0; f && c < NCFG; c++)
 			fprintf(f, "%s,%u,%u,%.3f\n", lcfgs[c].name, lcfgs[c].threads,
 				lcfgs[c].nlanes, o.med[c]);
 		if (!f || fclose(f))

@@ -20,12 +20,15 @@ static const char scale_usage[] =
 "powers of 4; one size distribution for all (capped at --from / 16 pages).\n"
 "Takes the churn options (hkv-bench churn --help); defaults here: --burnin 4,\n"
 "--ops 1M, --repeat 3, no baselines. The figure that matters: alloc p50 and\n"
-"p99 at the largest space over the smallest (target <= 1.5x).\n";
+"p99 at the largest space over the smallest (target <= 1.5x). Each point also\n"
+"runs the whole-run (no per-call timer) and drained-free figures of hugekv\n"
+"and the TLSF family side by side (see hkv-bench churn).\n";
 
 struct spoint {
 	uint64_t pages;
 	struct lat a, f;
 	double epa, multi, seconds;
+	struct fam_fig fam[2];		/* hugekv, tlsf: whole run, drained free */
 	uint64_t free_extents, largest, metadata;
 };
 
@@ -72,6 +75,7 @@ static int scale_point(const struct churn *tmpl, struct scale *s, uint64_t pages
 	*c = *tmpl;
 	c->w.npages = pages;
 	c->quiet = true;
+	c->family = true;
 	err = sizes_load(&c->w.sizes, tmpl->w.sizes.name, s->from / 16);
 	if (!err)
 		err = churn_run(c);
@@ -85,6 +89,8 @@ static int scale_point(const struct churn *tmpl, struct scale *s, uint64_t pages
 		p->largest = c->hkv[0].end.largest;
 		p->metadata = c->st.metadata_bytes;
 		p->seconds = c->hkv[0].seconds;
+		p->fam[0] = c->fam[0];
+		p->fam[1] = c->fam[1];
 		s->n++;
 		fprintf(stderr, "hkv-bench: scale %llu pages: alloc p50 %.0f ns, p99 %.0f ns\n",
 			(unsigned long long)pages, p->a.p50, p->a.p99);
@@ -113,6 +119,21 @@ static void scale_text(const struct scale *s, FILE *f)
 	fprintf(f, "\nlargest / smallest space: alloc p50 %.2fx, p99 %.2fx; free p50 %.2fx, p99 %.2fx\n",
 		hi->a.p50 / lo->a.p50, hi->a.p99 / lo->a.p99, hi->f.p50 / lo->f.p50,
 		hi->f.p99 / lo->f.p99);
+	fprintf(f, "\n%-8s %14s %12s %14s %14s %12s\n", "pages", "hugekv ns/op", "free-d p50",
+		"family ns/op", "free-d p50", "hkv/family");
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct spoint *p = &s->p[i];
+
+		fprintf(f, "%-8s %14.1f %12.0f %14.1f %14.0f %11.2fx\n",
+			fmt_count(p->pages, b, sizeof(b)), p->fam[0].ns_per_op,
+			p->fam[0].free.p50, p->fam[1].ns_per_op, p->fam[1].free.p50,
+			p->fam[1].ns_per_op > 0 ? p->fam[0].ns_per_op / p->fam[1].ns_per_op : 0);
+	}
+	fprintf(f, "largest / smallest space, whole run: hugekv %.2fx, family %.2fx; "
+		"drained free p50: hugekv %.2fx\n",
+		hi->fam[0].ns_per_op / lo->fam[0].ns_per_op,
+		hi->fam[1].ns_per_op / lo->fam[1].ns_per_op,
+		hi->fam[0].free.p50 / lo->fam[0].free.p50);
 }
 
 static void scale_json(const struct scale *s, const struct churn *tmpl, FILE *f)
@@ -137,6 +158,10 @@ static void scale_json(const struct scale *s, const struct churn *tmpl, FILE *f)
 		json_u64(&j, "free_extents", s->p[i].free_extents);
 		json_u64(&j, "largest_free_run", s->p[i].largest);
 		json_u64(&j, "metadata_bytes", s->p[i].metadata);
+		json_dbl(&j, "run_ns_per_op", s->p[i].fam[0].ns_per_op);
+		json_lat(&j, "free_drained_ns", &s->p[i].fam[0].free);
+		json_dbl(&j, "family_run_ns_per_op", s->p[i].fam[1].ns_per_op);
+		json_lat(&j, "family_free_drained_ns", &s->p[i].fam[1].free);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -145,6 +170,8 @@ static void scale_json(const struct scale *s, const struct churn *tmpl, FILE *f)
 	json_dbl(&j, "alloc_p99", hi->a.p99 / lo->a.p99);
 	json_dbl(&j, "free_p50", hi->f.p50 / lo->f.p50);
 	json_dbl(&j, "free_p99", hi->f.p99 / lo->f.p99);
+	json_dbl(&j, "run_ns_per_op", hi->fam[0].ns_per_op / lo->fam[0].ns_per_op);
+	json_dbl(&j, "free_drained_p50", hi->fam[0].free.p50 / lo->fam[0].free.p50);
 	json_obj_end(&j);
 	json_end(&j);
 }
