@@ -212,6 +212,26 @@ def test_plan_reports_shortfall():
     run([CTL, "plan", "--size", "1G", "--node", "77"], 1)
 
 
+def test_plan_parts():
+    """the parts of mixed page sizes, as the library plans them: in address
+    order, covering the pool, each a whole number of its pages"""
+    for size in ("2300M", "3G", "64M"):
+        p = run_json([CTL, "plan", "--size", size, "--node", "0", "--json"], None)
+        parts = p["parts"]
+        assert parts, p
+        eq(sum(x["bytes"] for x in parts), p["arena_bytes"], "parts cover the arena (%s)" % size)
+        eq(parts[0]["first_page"], 0, "first part starts at page 0")
+        for a, b in zip(parts, parts[1:]):
+            assert a["hugepage_bytes"] >= b["hugepage_bytes"], ("largest pages first", parts)
+            assert b["first_page"] <= p["npages"], parts
+        for x in parts:
+            eq(x["bytes"] % max(x["hugepage_bytes"], 2 << 20 if x["backing"] == "thp" else 1), 0,
+               "part of whole pages")
+            eq(x["node"], 0, "part node")
+        _, txt, _ = run([CTL, "plan", "--size", size, "--node", "0"])
+        eq(txt.count("    part: "), len(parts) if len(parts) > 1 else 0, "text parts (%s)" % size)
+
+
 def test_reserve_changes_and_restores():
     if not is_root():
         raise Skip("needs root: changes the 2 MiB pool of node 0")
@@ -449,7 +469,7 @@ def test_verify_errors():
 if __name__ == "__main__":
     main([test_help_and_usage, test_topology_json_agrees_with_sysfs,
           test_topology_fake_two_nodes, test_plan_agrees_with_sysfs,
-          test_plan_reports_shortfall, test_reserve_changes_and_restores,
+          test_plan_reports_shortfall, test_plan_parts, test_reserve_changes_and_restores,
           test_reserve_errors, test_reserve_size_overflow_and_hex, test_reserve_1g_at_run_time,
           test_reserve_fake_shortfall_and_progress,
           test_verify_pool_on_2m_node0, test_verify_flags_downgraded_4k,

@@ -215,6 +215,25 @@ static void json_node(struct json *j, const struct hkv_plan_node *pn,
 	json_close(j);
 }
 
+static void json_part(struct json *j, const struct hkv_plan_part *pt)
+{
+	json_obj(j, NULL);
+	json_i64(j, "node", pt->node);
+	json_str(j, "backing", hkv_backing_name(pt->backing));
+	json_u64(j, "hugepage_bytes", pt->hugepage_bytes);
+	json_u64(j, "bytes", pt->bytes);
+	json_u64(j, "first_page", pt->first_page);
+	json_u64(j, "npages", pt->npages);
+	json_u64(j, "hugepages", pt->hugepages);
+	json_u64(j, "node_free", pt->node_free);
+	json_u64(j, "shortfall", pt->shortfall);
+	json_u64(j, "wanted_bytes", pt->wanted_bytes);
+	json_bool(j, "fallback", pt->flags & HKV_REGION_FALLBACK);
+	json_bool(j, "round_up", pt->flags & HKV_REGION_ROUND_UP);
+	json_i64(j, "fallback_errno", pt->fallback_errno);
+	json_close(j);
+}
+
 static void plan_json(const struct plan_args *a, const struct hkv_plan *p,
 		      const struct topo *t, int ret)
 {
@@ -244,18 +263,68 @@ static void plan_json(const struct plan_args *a, const struct hkv_plan *p,
 	for (unsigned i = 0; i < p->nnodes && i < HKV_PLAN_NODES; i++)
 		json_node(&j, &p->node[i], &r, node_reco(t, &p->node[i], a->o.backing, &r));
 	json_close(&j);
+	/* each run of one page size, in address order: one region each */
+	json_arr(&j, "parts");
+	for (unsigned i = 0; i < p->nparts && i < HKV_PLAN_PARTS; i++)
+		json_part(&j, &p->part[i]);
+	json_close(&j);
 	json_end(&j);
 }
 
-static void plan_text_node(const struct topo *t, const struct hkv_plan_node *pn, int asked)
+static unsigned node_parts(const struct hkv_plan *p, int node)
 {
+	unsigned i, n = 0;
+
+	for (i = 0; i < p->nparts && i < HKV_PLAN_PARTS; i++)
+		n += p->part[i].node == node;
+	return n;
+}
+
+/* the runs of one page size that make up node @node's segment, when it
+ * has more than one */
+static void plan_text_parts(const struct hkv_plan *p, int node)
+{
+	char a[32], b[32], c[32];
+	unsigned i;
+
+	if (node_parts(p, node) < 2)
+		return;
+	for (i = 0; i < p->nparts && i < HKV_PLAN_PARTS; i++) {
+		const struct hkv_plan_part *pt = &p->part[i];
+
+		if (pt->node != node)
+			continue;
+		printf("    part: KV pages %" PRIu64 "-%" PRIu64 ", %s on %s pages (%s)",
+		       pt->first_page, pt->first_page + pt->npages - 1,
+		       ctl_fmt_size(pt->bytes, a, sizeof(a)),
+		       ctl_fmt_size(pt->hugepage_bytes, b, sizeof(b)),
+		       hkv_backing_name(pt->backing));
+		if (pt->hugepages)
+			printf(", %" PRIu64 " hugepages of %" PRIu64 " free", pt->hugepages,
+			       pt->node_free);
+		if (pt->flags & HKV_REGION_FALLBACK)
+			printf(", fallback from %s (%s)",
+			       ctl_fmt_size(pt->wanted_bytes, c, sizeof(c)),
+			       pt->fallback_errno == -EOPNOTSUPP ? "not offered" :
+			       "not enough free");
+		if (pt->flags & HKV_REGION_ROUND_UP)
+			printf(", smaller pages: a larger size would round up too much");
+		printf("\n");
+	}
+}
+
+static void plan_text_node(const struct topo *t, const struct hkv_plan *p,
+			   const struct hkv_plan_node *pn, int asked)
+{
+	unsigned nparts = node_parts(p, pn->node);
 	char a[32], b[32], c[32];
 	struct reco r;
 
-	printf("  node %d (%u CPUs): KV pages %" PRIu64 "-%" PRIu64 ", %s on %s pages (%s)",
+	printf("  node %d (%u CPUs): KV pages %" PRIu64 "-%" PRIu64 ", %s %s %s pages (%s)",
 	       pn->node, pn->ncpus, pn->first_page, pn->first_page + pn->npages - 1,
-	       ctl_fmt_size(pn->bytes, a, sizeof(a)),
-	       ctl_fmt_size(pn->hugepage_bytes, b, sizeof(b)), hkv_backing_name(pn->backing));
+	       ctl_fmt_size(pn->bytes, a, sizeof(a)), nparts > 1 ? "in parts, the smallest on" :
+	       "on", ctl_fmt_size(pn->hugepage_bytes, b, sizeof(b)),
+	       hkv_backing_name(pn->backing));
 	if (pn->hugepages_needed)
 		printf(", %" PRIu64 " hugepages", pn->hugepages_needed);
 	printf("\n");
@@ -291,8 +360,10 @@ static void plan_text(const struct plan_args *a, const struct hkv_plan *p,
 	       p->thp_mode[0] ? p->thp_mode : "unavailable",
 	       p->memlock_limit == UINT64_MAX ? "unlimited" :
 	       ctl_fmt_size(p->memlock_limit, z, sizeof(z)));
-	for (unsigned i = 0; i < p->nnodes && i < HKV_PLAN_NODES; i++)
-		plan_text_node(t, &p->node[i], a->o.backing);
+	for (unsigned i = 0; i < p->nnodes && i < HKV_PLAN_NODES; i++) {
+		plan_text_node(t, p, &p->node[i], a->o.backing);
+		plan_text_parts(p, p->node[i].node);
+	}
 	if (ret == -ENOMEM)
 		printf("verdict: hkv_pool_create would fail (strict, shortfall above)\n");
 	else if (plan_ok(p, ret))
