@@ -12,6 +12,15 @@
  * lane's lock. hkv_pool_destroy() must not race with any other call on the
  * same pool. Pins, unpins, touches and eviction may run concurrently from
  * different threads; a pinned unit is never evicted, removed or freed.
+ *
+ * fork(): a pool belongs to the process that created it. Its memory is
+ * mapped MADV_DONTFORK, so a child has none of it, and locks other threads
+ * held at the fork stay held in the child. In a child, every call on a pool
+ * created before the fork returns -ECHILD (hkv_page_ptr() NULL,
+ * hkv_available() 0, hkv_set_evict_fn() nothing) and changes nothing;
+ * hkv_pool_id() works, and hkv_pool_destroy() frees the child's copy of the
+ * bookkeeping without touching the old arena's address range. A child may
+ * create pools of its own.
  */
 #ifndef HUGEKV_H
 #define HUGEKV_H
@@ -218,7 +227,8 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
  * hkv_pool_destroy() - destroy a pool and unmap its arena
  * @pool: the pool, or NULL (no-op)
  *
- * Must not race with any other call on @pool.
+ * Must not race with any other call on @pool. In a fork() child of the
+ * creating process, frees only the bookkeeping (the arena is not there).
  */
 HKV_API void hkv_pool_destroy(struct hkv_pool *pool);
 
@@ -374,6 +384,11 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  *	hkv_alloc_lanes() to choose the count per lane.
  * @flags: 0 = contiguous-preferred; HKV_ALLOC_CONTIG = one extent or
  *	-ENOMEM; HKV_ALLOC_EVICT = run planned eviction first if needed
+ *	(see hkv_unit_add()); nothing is evicted for a request that eviction
+ *	cannot make fit: more pages than the lane (contiguous: than the lane
+ *	and a chunk) or the pool, or than its free pages plus the pages of
+ *	unpinned units eviction would take. Eviction for a named lane takes
+ *	the units homed there (whose first page, at hkv_unit_add(), lay in it)
  * @ext: receives up to @max_ext extents, largest first
  * @max_ext: room in @ext
  *
@@ -383,7 +398,9 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  * the low end of the chosen extent.
  *
  * Return: number of extents, or -ENOMEM (not enough free pages), -ENOSPC
- * (@max_ext too small for the best answer), -EINVAL; nothing is taken then.
+ * (@max_ext too small for the best answer), -EINVAL, -EDEADLK
+ * (HKV_ALLOC_EVICT from inside this pool's evict callback), -ECHILD (a pool
+ * of the parent process, see fork() above); nothing is taken then.
  */
 HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		      unsigned flags, struct hkv_extent *ext, unsigned max_ext);
@@ -392,12 +409,13 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
  * hkv_alloc_lanes() - allocate from several lanes at once, all or nothing
  * @pool: the pool
  * @count: count[i] pages from lane i, for every lane of the pool
- * @flags: as for hkv_alloc()
+ * @flags: as for hkv_alloc(); with HKV_ALLOC_EVICT, nothing is evicted
+ *	unless eviction can make every lane's count fit
  * @ext: receives the extents, lane by lane
  * @max_ext: room in @ext
  *
- * Return: total number of extents, or -ENOMEM, -ENOSPC, -EINVAL; nothing is
- * taken then.
+ * Return: total number of extents, or -ENOMEM, -ENOSPC, -EINVAL, -EDEADLK,
+ * -ECHILD (as for hkv_alloc()); nothing is taken then.
  */
 HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 			    unsigned flags, struct hkv_extent *ext, unsigned max_ext);
@@ -410,7 +428,8 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
  *
  * Return: 0, or -EINVAL if any page is out of range, not allocated or named
  * twice, or an extent is empty; -EBUSY if any page belongs to a unit (units
- * are released with hkv_unit_remove()). Nothing is freed then.
+ * are released with hkv_unit_remove()); -ENOMEM if the free-extent index
+ * cannot grow; -ECHILD (fork() above). Nothing is freed then.
  */
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n);
 
@@ -420,7 +439,7 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
  * @lane: lane number
  * @out: receives the block
  *
- * Return: 0, or -EINVAL for a bad lane.
+ * Return: 0, or -EINVAL for a bad lane, -ECHILD (fork() above).
  */
 HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane,
 			   struct hkv_extent *out);
@@ -429,7 +448,7 @@ HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane,
  * hkv_available() - free pages in the pool, O(1)
  * @pool: the pool
  *
- * Return: free pages (a snapshot under concurrency).
+ * Return: free pages (a snapshot under concurrency); 0 in a fork() child.
  */
 HKV_API uint64_t hkv_available(const struct hkv_pool *pool);
 
@@ -438,7 +457,8 @@ HKV_API uint64_t hkv_available(const struct hkv_pool *pool);
  * @pool: the pool
  * @st: receives the snapshot; the caller sets @st->sz
  *
- * Return: 0, or -EINVAL if @st->sz is smaller than the first layout.
+ * Return: 0, or -EINVAL if @st->sz is smaller than the first layout,
+ * -EDEADLK from inside this pool's evict callback, -ECHILD (fork() above).
  */
 HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st);
 
@@ -448,7 +468,7 @@ HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st);
  * @f: where to print
  * @flags: 0 = text table, HKV_PRINT_JSON = one JSON object
  *
- * Return: 0, or -EINVAL, or -EIO on a write error.
+ * Return: 0, or -EINVAL, or -EIO on a write error; what hkv_stats() returns.
  */
 HKV_API int hkv_stats_print(const struct hkv_pool *pool, FILE *f, unsigned flags);
 
@@ -457,9 +477,14 @@ HKV_API int hkv_stats_print(const struct hkv_pool *pool, FILE *f, unsigned flags
  * @pool: the pool
  *
  * Checks that free extents are disjoint, maximal, inside their lane and
- * chunk, indexed and counted right, and that the page bitmaps agree.
+ * chunk, indexed and counted right, and that the page bitmaps agree; that
+ * every page marked as a unit's belongs to exactly one unit (or to an
+ * eviction whose free is still pending) and every unit's pages are
+ * allocated and marked; and that the unit, pin and LRU counts agree. Holds
+ * every lock of the pool while it runs.
  *
- * Return: 0, or -EUCLEAN on the first broken invariant.
+ * Return: 0, or -EUCLEAN on the first broken invariant (logged), -EINVAL,
+ * -EDEADLK from inside this pool's evict callback, -ECHILD (fork() above).
  */
 HKV_API int hkv_check(const struct hkv_pool *pool);
 
@@ -468,7 +493,8 @@ HKV_API int hkv_check(const struct hkv_pool *pool);
  * @pool: the pool
  * @page: page number
  *
- * Return: the address, or NULL for index-only pools and bad pages.
+ * Return: the address, or NULL for index-only pools, bad pages, and in a
+ * fork() child (the memory is not there).
  */
 HKV_API void *hkv_page_ptr(const struct hkv_pool *pool, uint64_t page);
 
@@ -479,7 +505,7 @@ HKV_API void *hkv_page_ptr(const struct hkv_pool *pool, uint64_t page);
  * @max: room in @r
  *
  * Return: the number of regions the pool has (0 for index-only pools); only
- * the first @max are written.
+ * the first @max are written. -EINVAL, -ECHILD (fork() above).
  */
 HKV_API int hkv_regions(const struct hkv_pool *pool, struct hkv_region *r, unsigned max);
 
@@ -490,11 +516,16 @@ HKV_API int hkv_regions(const struct hkv_pool *pool, struct hkv_region *r, unsig
  * @ext: its extents, in the unit's page order
  * @n: number of extents
  *
- * Runs after the unit left the LRU and before its pages are freed. It must
- * not call into the pool. It runs on the thread that evicts (hkv_evict() or
- * an HKV_ALLOC_EVICT allocation), under the pool's residency lock and with
- * no lane lock held: residency calls from other threads wait for it, plain
- * allocations and frees do not. Keep it short.
+ * Runs after the unit left the LRU and before its pages are freed. It runs
+ * on the thread that evicts (hkv_evict() or an HKV_ALLOC_EVICT allocation),
+ * under the pool's residency lock and with no lane lock held: residency
+ * calls from other threads wait for it, plain allocations and frees do not.
+ * Keep it short. It must not call into the residency part of the same pool:
+ * hkv_unit_*(), hkv_evict(), hkv_stats(), hkv_check(), hkv_alloc() and
+ * hkv_alloc_lanes() with HKV_ALLOC_EVICT return -EDEADLK from inside it,
+ * and hkv_set_evict_fn() changes nothing; plain allocations and frees
+ * work. Calls on other pools work (lock order between pools whose
+ * callbacks call each other is the caller's).
  */
 typedef void (*hkv_evict_fn)(void *ctx, uint64_t unit,
 			     const struct hkv_extent *ext, unsigned n);
@@ -515,8 +546,11 @@ typedef void (*hkv_evict_fn)(void *ctx, uint64_t unit,
  * is pinned when an eviction looks at it is never chosen, and a pin that
  * returns 0 protects the unit until the matching unpin.
  *
+ * Every hkv_unit_*() call returns -EDEADLK from inside this pool's evict
+ * callback and -ECHILD on a pool of the parent process (fork() above).
+ *
  * Return: 0, or -EEXIST (id taken), -EINVAL (a page not allocated, already
- * in a unit, or named twice), -ENOMEM.
+ * in a unit, or named twice), -ENOMEM, -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 			 const struct hkv_extent *ext, unsigned n);
@@ -526,7 +560,7 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
  * @pool: the pool
  * @unit: the unit's id
  *
- * Return: 0, or -ENOENT.
+ * Return: 0, or -ENOENT, -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit);
 
@@ -535,7 +569,7 @@ HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit);
  * @pool: the pool
  * @unit: the unit's id
  *
- * Return: 0, or -ENOENT, -EOVERFLOW.
+ * Return: 0, or -ENOENT, -EOVERFLOW, -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit);
 
@@ -544,7 +578,7 @@ HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit);
  * @pool: the pool
  * @unit: the unit's id
  *
- * Return: 0, or -ENOENT, -EINVAL (not pinned).
+ * Return: 0, or -ENOENT, -EINVAL (not pinned), -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit);
 
@@ -560,7 +594,7 @@ HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit);
  * its own unpins.
  *
  * Return: 0, or -ENOENT, -EEXIST (@new_unit taken), -EINVAL (@at_page),
- * -ENOMEM.
+ * -ENOMEM, -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_page,
 			   uint64_t new_unit);
@@ -572,7 +606,8 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
  * @flags: HKV_UNIT_FREE frees its pages too, else they stay allocated
  *
  * Return: 0, or -ENOENT, -EBUSY (pinned), -EINVAL (unknown @flags), -ENOMEM
- * (HKV_UNIT_FREE: the free-extent index could not grow; nothing changed).
+ * (HKV_UNIT_FREE: the free-extent index could not grow; nothing changed),
+ * -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags);
 
@@ -581,6 +616,8 @@ HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags
  * @pool: the pool
  * @fn: callback, or NULL
  * @ctx: passed to @fn
+ *
+ * From inside the evict callback, and in a fork() child, nothing changes.
  */
 HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx);
 
@@ -590,10 +627,16 @@ HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
  * @target_free: absolute free-page count to reach
  *
  * Coldest unpinned units first; each is passed to the evict callback. May
- * run concurrently with pins and unpins (see hkv_unit_add()).
+ * run concurrently with pins and unpins (see hkv_unit_add()). An eviction
+ * changes all or nothing: when the free-extent index cannot grow for its
+ * free, the unit stays (the run stops there). Should the index fail to grow
+ * only after the callback ran, the unit is gone but its pages stay marked
+ * until the next eviction run frees them (hkv_check() counts them; they are
+ * never lost).
  *
- * Return: pages freed (>= 0; short when nothing more is evictable), or
- * -EINVAL for a NULL @pool.
+ * Return: pages freed (>= 0; short when nothing more is evictable, or on
+ * -ENOMEM from the index), or -EINVAL for a NULL @pool, -EDEADLK from
+ * inside this pool's evict callback, -ECHILD (fork() above).
  */
 HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free);
 
@@ -606,13 +649,18 @@ HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free);
  * Materialized lazily and cached until the next mutation; the array is
  * valid until then.
  *
- * Return: 0, or -EINVAL, -ENOMEM.
+ * Return: 0, or -EINVAL, -ENOMEM, -ECHILD (fork() above).
  */
 HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64_t *n);
 
 /**
  * hkv_strerror() - describe an error code of this library
- * @err: a negative (or positive) errno
+ * @err: a negative (or positive) errno; any int
+ *
+ * The codes the library returns itself get text that says what they mean
+ * here; any other errno (passed through from a system call, such as -EACCES
+ * from a sysfs read) gets the system's description, and a value that is no
+ * errno "unknown error".
  *
  * Return: a static string.
  */
@@ -641,6 +689,13 @@ HKV_API int hkv_backing_parse(const char *name, int *backing);
  * @ctx: the context given to hkv_set_log_fn()
  * @level: 0 error, 1 warning, 2 info, 3 debug
  * @msg: one line, no newline
+ *
+ * Runs with no lock of the library held, on the thread that logs: it may
+ * call any hugekv function, on any pool. A message logged while a call
+ * holds a pool's locks is delivered when that call releases them, before it
+ * returns. Messages logged on this thread while the callback runs (by the
+ * calls it makes) go to stderr (filtered by HUGEKV_LOG), not to the
+ * callback again.
  */
 typedef void (*hkv_log_fn)(void *ctx, int level, const char *msg);
 
@@ -648,6 +703,10 @@ typedef void (*hkv_log_fn)(void *ctx, int level, const char *msg);
  * hkv_set_log_fn() - route the library's messages (fallbacks, bad options)
  * @fn: callback, or NULL for the default (stderr, level from HUGEKV_LOG)
  * @ctx: passed to @fn
+ *
+ * Waits for the old callback to return on other threads, so the old @ctx
+ * may be freed afterwards. Called from inside the callback, it takes effect
+ * when the callback returns.
  */
 HKV_API void hkv_set_log_fn(hkv_log_fn fn, void *ctx);
 

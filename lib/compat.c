@@ -41,7 +41,7 @@ static int slots_fill(struct hkv_pool *pool)
  * @slots: receives the sorted free page ids
  * @n: receives their number
  *
- * Return: 0, -EINVAL or -ENOMEM.
+ * Return: 0, -EINVAL, -ENOMEM or -ECHILD.
  */
 HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64_t *n)
 {
@@ -50,6 +50,8 @@ HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64
 
 	if (!pool || !slots || !n)
 		return -EINVAL;
+	if (pool_forked(pool))
+		return -ECHILD;
 	pthread_mutex_lock(&pool->slots_lock);
 	for (i = 0; i < pool->nlanes; i++)
 		lane_lock(&pool->lanes[i]);

@@ -11,10 +11,74 @@
  * An eviction run holds the residency lock from the first victim to the last
  * free: pins, unpins and other residency calls wait for it, and a unit that
  * is pinned when the run looks at it is never chosen. The evict callback
- * runs with no lane lock held.
+ * runs with no lane lock held; a residency call it makes on the same pool
+ * is refused with -EDEADLK (a per-thread list of the callbacks running).
+ *
+ * An eviction changes all or nothing: the index room its free needs is
+ * reserved before the unit leaves the LRU. Should another thread's frees use
+ * that room up while the callback runs and the index then fail to grow, the
+ * unit is parked (its pages stay marked, hkv_check() counts them) and freed
+ * by the next eviction run: no page is lost.
  */
 #include "res.h"
 #include "trace.h"
+
+/* the evict callbacks this thread is running, innermost first */
+struct cb_frame {
+	const struct hkv_pool *pool;
+	struct cb_frame *prev;
+};
+static __thread struct cb_frame *cb_top;
+
+static bool in_callback(const struct hkv_pool *pool)
+{
+	for (const struct cb_frame *f = cb_top; f; f = f->prev)
+		if (f->pool == pool)
+			return true;
+	return false;
+}
+
+/**
+ * res_lock() - take a pool's residency lock
+ * @pool: the pool
+ *
+ * Return: 0, -EDEADLK from inside this pool's evict callback (the lock is
+ * held by this thread), or -ECHILD for a pool inherited through fork().
+ */
+int res_lock(struct hkv_pool *pool)
+{
+	if (pool_forked(pool))
+		return -ECHILD;
+	if (in_callback(pool))
+		return -EDEADLK;
+	log_hold();
+	pthread_mutex_lock(&pool->res->lock);
+	return 0;
+}
+
+/**
+ * res_unlock() - release the residency lock, then deliver held messages
+ * @pool: the pool
+ */
+void res_unlock(struct hkv_pool *pool)
+{
+	pthread_mutex_unlock(&pool->res->lock);
+	log_release();
+}
+
+/**
+ * res_evictable() - count a unit in (or out of) its home lane's evictable pages
+ * @r: residency state (locked)
+ * @u: an unpinned unit (or one whose pin count just left or reached 0)
+ * @add: true to count it in
+ */
+void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add)
+{
+	if (add)
+		r->evictable[u->home] += u->home_pages;
+	else
+		r->evictable[u->home] -= u->home_pages;
+}
 
 /**
  * res_create() - set up the residency state of a new pool (pool->res)
@@ -35,7 +99,8 @@ int res_create(struct hkv_pool *pool)
 	r->cursor = calloc(pool->nlanes, sizeof(*r->cursor));
 	r->window = w ? w : RES_DEF_WINDOW;
 	r->cand = calloc(r->window, sizeof(*r->cand));
-	if (!r->bucket || !r->lru || !r->cursor || !r->cand)
+	r->evictable = calloc(pool->nlanes, sizeof(*r->evictable));
+	if (!r->bucket || !r->lru || !r->cursor || !r->cand || !r->evictable)
 		goto free_arrays;
 	if (pthread_mutex_init(&r->lock, NULL))
 		goto free_arrays;
@@ -43,6 +108,7 @@ int res_create(struct hkv_pool *pool)
 	return 0;
 
 free_arrays:
+	free(r->evictable);
 	free(r->cand);
 	free(r->cursor);
 	free(r->lru);
@@ -69,7 +135,13 @@ void res_destroy(struct hkv_pool *pool)
 			free(u);
 		}
 	}
-	pthread_mutex_destroy(&r->lock);
+	for (struct res_unit *u = r->parked, *next; u; u = next) {
+		next = u->hnext;
+		free(u);
+	}
+	if (!pool_forked(pool))		/* a fork() child may see it held */
+		pthread_mutex_destroy(&r->lock);
+	free(r->evictable);
 	free(r->cand);
 	free(r->cursor);
 	free(r->lru);
@@ -185,24 +257,95 @@ static struct res_unit *pick_victim(struct hkv_pool *pool, struct hkv_res *r, un
 	return best;
 }
 
-/* evict one unpinned unit: leave the LRU, tell the engine, free the pages */
-static void evict_unit(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u,
-		       int reason)
+/**
+ * res_reserve() - make the free of a unit's pages infallible (for now)
+ * @pool: the pool (residency lock held)
+ * @u: the unit
+ *
+ * Return: 0, or -ENOMEM when a lane's free-extent index cannot grow.
+ */
+int res_reserve(struct hkv_pool *pool, const struct res_unit *u)
 {
-	res_hash_remove(r, u);
-	res_lru_unlink(r, u);
-	if (r->fn)
-		r->fn(r->ctx, u->id, u->ext, u->n);
-	if (res_free_pages(pool, u)) {
-		/* the engine was told: leave the pages allocated, out of any unit */
-		hkv_log(HKV_LOG_ERR, "evict: unit %llu: no memory to free %llu pages",
-			(unsigned long long)u->id, (unsigned long long)u->npages);
-		r->evict_failures++;
-	}
+	unsigned lo, hi, li;
+	uint32_t pieces = 0;
+	int err = 0;
+
+	res_lane_span(pool, u->ext, u->n, &lo, &hi);
+	for (unsigned i = 0; i < u->n; i++)
+		for_each_piece(pool, &u->ext[i], p, len, li)
+			pieces += li < pool->nlanes;
+	lanes_lock(pool, lo, hi);
+	for (unsigned i = lo; i <= hi && !err; i++)
+		err = xi_reserve(&pool->lanes[i].xi, pieces);
+	lanes_unlock(pool, lo, hi);
+	return err;
+}
+
+static void evicted(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u, int reason)
+{
 	r->evictions++;
 	r->evicted_pages += u->npages;
 	hkv_probe_evict(pool->id, u->home, u->id, u->npages, reason);
 	free(u);
+}
+
+/* free the pages of parked evictions; returns the pages freed */
+static uint64_t unpark(struct hkv_pool *pool, struct hkv_res *r)
+{
+	struct res_unit **pp = &r->parked, *u;
+	uint64_t freed = 0;
+
+	while ((u = *pp)) {
+		if (res_free_pages(pool, u)) {
+			pp = &u->hnext;
+			continue;
+		}
+		*pp = u->hnext;
+		r->parked_pages -= u->npages;
+		freed += u->npages;
+		evicted(pool, r, u, HKV_EVICT_EXPLICIT);
+	}
+	return freed;
+}
+
+/*
+ * evict one unpinned unit: reserve, leave the LRU, tell the engine, free the
+ * pages. Returns the pages freed, or -ENOMEM with the unit as it was.
+ */
+static int64_t evict_unit(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u,
+			  int reason)
+{
+	struct cb_frame frame = { .pool = pool, .prev = cb_top };
+	uint64_t npages;
+
+	if (res_reserve(pool, u)) {
+		hkv_log(HKV_LOG_ERR, "evict: unit %llu stays: no memory to free its %llu pages",
+			(unsigned long long)u->id, (unsigned long long)u->npages);
+		r->evict_failures++;
+		return -ENOMEM;
+	}
+	res_evictable(r, u, false);
+	res_hash_remove(r, u);
+	res_lru_unlink(r, u);
+	if (r->fn) {
+		cb_top = &frame;
+		r->fn(r->ctx, u->id, u->ext, u->n);
+		cb_top = frame.prev;
+	}
+	if (res_free_pages(pool, u)) {
+		/* the room was used up meanwhile: park it, pages still marked */
+		hkv_log(HKV_LOG_ERR, "evict: unit %llu: no memory to free %llu pages yet; "
+			"freed by the next eviction", (unsigned long long)u->id,
+			(unsigned long long)u->npages);
+		r->evict_failures++;
+		u->hnext = r->parked;
+		r->parked = u;
+		r->parked_pages += u->npages;
+		return 0;
+	}
+	npages = u->npages;
+	evicted(pool, r, u, reason);
+	return (int64_t)npages;
 }
 
 static uint64_t free_of(const struct hkv_pool *pool, unsigned lane)
@@ -219,22 +362,25 @@ static uint64_t free_of(const struct hkv_pool *pool, unsigned lane)
  * @target: free pages to reach
  * @reason: HKV_EVICT_* for the probe
  *
- * Evicts until @lane (or the pool) has @target free pages or nothing
- * unpinned is left.
+ * Evicts until @lane (or the pool) has @target free pages, nothing
+ * unpinned is left, or an eviction cannot get the memory its free needs.
  *
  * Return: pages freed.
  */
 static uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target, int reason)
 {
 	struct hkv_res *r = pool->res;
-	uint64_t before = free_of(pool, lane), freed = 0, units = 0;
+	uint64_t before = free_of(pool, lane), freed = unpark(pool, r), units = 0;
 	struct res_unit *v;
+	int64_t got;
 
 	r->eviction_runs++;
 	while (free_of(pool, lane) < target && (v = pick_victim(pool, r, lane))) {
-		freed += v->npages;
+		got = evict_unit(pool, r, v, reason);
+		if (got < 0)
+			break;		/* out of memory: stop, nothing half done */
+		freed += (uint64_t)got;
 		units++;
-		evict_unit(pool, r, v, reason);
 	}
 	hkv_probe_evict_run(pool->id, before, target, freed, units);
 	return freed;
@@ -257,8 +403,10 @@ static uint64_t watermark(const struct hkv_pool *pool, uint64_t total, uint64_t 
 	uint64_t low = (uint64_t)(pool->opts.free_room_low * (double)total);
 	uint64_t high = (uint64_t)(pool->opts.free_room_high * (double)total);
 
-	if (fr >= n + low)
+	if (fr >= n && fr - n >= low)
 		return 0;
+	if (n > total)
+		return UINT64_MAX;	/* can never fit (the caller checks first) */
 	return n + HKV_MAX(low, high);
 }
 
@@ -271,6 +419,49 @@ static void make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
 	if (target)
 		evict_run(pool, lane, target,
 			  free_of(pool, lane) < n ? HKV_EVICT_ALLOC : HKV_EVICT_WATERMARK);
+}
+
+/*
+ * Can eviction make @n pages fit in @lane? Evicting for a lane takes the
+ * units homed there (whose first page lies in it), so the most it can free
+ * there is their pages in the lane. A contiguous request must also fit in a
+ * lane and a chunk.
+ */
+static bool lane_can_fit(const struct hkv_pool *pool, unsigned lane, uint64_t n, bool contig)
+{
+	const struct hkv_res *r = pool->res;
+	uint64_t fr = free_of(pool, lane);
+
+	if (n > pool->lanes[lane].npages || (contig && pool->chunk_pages && n > pool->chunk_pages))
+		return false;
+	return n <= fr || n - fr <= r->evictable[lane];
+}
+
+/* HKV_LANE_ANY beyond every lane: spread over several lanes (not for a
+ * contiguous request), so the whole pool's evictable pages count */
+static bool pool_can_fit(const struct hkv_pool *pool, uint64_t n, bool contig)
+{
+	const struct hkv_res *r = pool->res;
+	uint64_t fr = free_of(pool, HKV_LANE_ANY);
+
+	if (contig || pool->nlanes == 1 || n > pool->npages)
+		return false;
+	return n <= fr || n - fr <= r->unit_pages - r->pinned_pages;
+}
+
+/* for HKV_LANE_ANY: the lane eviction can make room in and that needs the
+ * least of it (most free, then most evictable), or HKV_LANE_ANY if none */
+static unsigned fit_lane(const struct hkv_pool *pool, uint64_t n, bool contig)
+{
+	unsigned best = HKV_LANE_ANY;
+
+	for (unsigned i = 0; i < pool->nlanes; i++) {
+		if (!lane_can_fit(pool, i, n, contig))
+			continue;
+		if (best == HKV_LANE_ANY || free_of(pool, i) > free_of(pool, best))
+			best = i;
+	}
+	return best;
 }
 
 /* the lane with the most free pages (where an HKV_LANE_ANY request lands) */
@@ -289,32 +480,103 @@ static unsigned roomiest(const struct hkv_pool *pool)
  * @pool: the pool
  * @lane: the lane asked for, or HKV_LANE_ANY
  * @n: pages asked for
+ * @flags: the request's HKV_ALLOC_* flags
  *
- * Applies the watermark rule to the lane (if one is named) and to the pool;
- * an HKV_LANE_ANY request also gets room for @n pages in one lane. A request
- * that still cannot fit counts as an evict failure. The common case (no
- * eviction needed) takes no lock.
+ * First decides whether eviction can make the request fit at all (pages of
+ * the lane, chunk, free plus evictable pages; an HKV_LANE_ANY request that
+ * no lane can hold may spread over lanes, then the pool's); a request that
+ * never can evicts nothing and counts as an evict failure. Otherwise applies the
+ * watermark rule to the lane (if one is named) and to the pool; an
+ * HKV_LANE_ANY request also gets room for @n pages in one lane. The common
+ * case (no eviction needed) takes no lock.
+ *
+ * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
  */
-void res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
+int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags)
 {
 	struct hkv_res *r = pool->res;
-	bool any = lane >= pool->nlanes;
+	bool any = lane >= pool->nlanes, contig = flags & HKV_ALLOC_CONTIG;
 	unsigned fit;
+	int err;
 
+	if (in_callback(pool))		/* the same answer with or without eviction */
+		return -EDEADLK;
 	if (!watermark(pool, pool->npages, free_of(pool, HKV_LANE_ANY), n) &&
 	    (any ? free_of(pool, roomiest(pool)) >= n
 		 : !watermark(pool, pool->lanes[lane].npages, free_of(pool, lane), n)))
-		return;
-	pthread_mutex_lock(&r->lock);
+		return 0;
+	err = res_lock(pool);
+	if (err)
+		return err;
+	fit = any ? fit_lane(pool, n, contig) : lane;
+	if (fit == HKV_LANE_ANY ? !pool_can_fit(pool, n, contig)
+				: !lane_can_fit(pool, fit, n, contig)) {
+		r->evict_failures++;	/* evicting cannot help: evict nothing */
+		goto unlock;
+	}
 	if (!any)
 		make_room(pool, lane, n);
 	make_room(pool, HKV_LANE_ANY, n);
-	fit = any ? roomiest(pool) : lane;
-	if (any && free_of(pool, fit) < n)
+	if (free_of(pool, fit) < n)	/* fit ANY: spread over the lanes */
 		evict_run(pool, fit, n, HKV_EVICT_ALLOC);
 	if (free_of(pool, fit) < n)
-		r->evict_failures++;	/* nothing (or too little) evictable */
-	pthread_mutex_unlock(&r->lock);
+		r->evict_failures++;	/* too little evictable after all */
+unlock:
+	res_unlock(pool);
+	return 0;
+}
+
+/**
+ * res_make_room_lanes() - planned eviction before an HKV_ALLOC_EVICT
+ *	hkv_alloc_lanes() request
+ * @pool: the pool
+ * @count: pages per lane (their total at most the pool's pages)
+ * @flags: the request's HKV_ALLOC_* flags
+ *
+ * All or nothing as the allocation is: if eviction cannot make every
+ * lane's count fit, nothing is evicted.
+ *
+ * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
+ */
+int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags)
+{
+	struct hkv_res *r = pool->res;
+	bool contig = flags & HKV_ALLOC_CONTIG, need = false;
+	uint64_t total = 0;
+	unsigned i;
+	int err;
+
+	if (in_callback(pool))
+		return -EDEADLK;
+	for (i = 0; i < pool->nlanes; i++) {
+		total += count[i];
+		need |= count[i] && watermark(pool, pool->lanes[i].npages, free_of(pool, i),
+					      count[i]);
+	}
+	if (!need && !watermark(pool, pool->npages, free_of(pool, HKV_LANE_ANY), total))
+		return 0;
+	err = res_lock(pool);
+	if (err)
+		return err;
+	for (i = 0; i < pool->nlanes; i++) {
+		if (count[i] && !lane_can_fit(pool, i, count[i], contig)) {
+			r->evict_failures++;
+			goto unlock;
+		}
+	}
+	for (i = 0; i < pool->nlanes; i++)
+		if (count[i])
+			make_room(pool, i, count[i]);
+	make_room(pool, HKV_LANE_ANY, total);
+	for (i = 0; i < pool->nlanes; i++) {
+		if (free_of(pool, i) < count[i]) {
+			r->evict_failures++;
+			break;
+		}
+	}
+unlock:
+	res_unlock(pool);
+	return 0;
 }
 
 /**
@@ -322,18 +584,23 @@ void res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
  * @pool: the pool
  * @target_free: absolute free-page count
  *
- * Return: pages freed, or -EINVAL.
+ * Return: pages freed, or -EINVAL, -EDEADLK (from inside the evict
+ * callback), -ECHILD (pool of another process).
  */
 HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
 {
-	uint64_t freed = 0;
+	uint64_t freed;
+	int err;
 
 	if (!pool)
 		return -EINVAL;
-	pthread_mutex_lock(&pool->res->lock);
+	err = res_lock(pool);
+	if (err)
+		return err;
+	freed = unpark(pool, pool->res);
 	if (hkv_available(pool) < target_free)
-		freed = evict_run(pool, HKV_LANE_ANY, target_free, HKV_EVICT_EXPLICIT);
-	pthread_mutex_unlock(&pool->res->lock);
+		freed += evict_run(pool, HKV_LANE_ANY, target_free, HKV_EVICT_EXPLICIT);
+	res_unlock(pool);
 	return (int64_t)freed;
 }
 
@@ -345,12 +612,11 @@ HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
  */
 HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
 {
-	if (!pool)
-		return;
-	pthread_mutex_lock(&pool->res->lock);
+	if (!pool || res_lock(pool))
+		return;		/* from the callback itself, or after fork() */
 	pool->res->fn = fn;
 	pool->res->ctx = ctx;
-	pthread_mutex_unlock(&pool->res->lock);
+	res_unlock(pool);
 }
 
 #define RES_FITS(st, field) \
@@ -360,14 +626,19 @@ HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
  * res_stats() - fill the residency fields of a stats snapshot
  * @pool: the pool
  * @st: the snapshot (@st->sz decides whether the fields exist)
+ *
+ * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
  */
-void res_stats(const struct hkv_pool *pool, struct hkv_stats *st)
+int res_stats(struct hkv_pool *pool, struct hkv_stats *st)
 {
 	struct hkv_res *r = pool->res;
+	int err;
 
 	if (!r || !RES_FITS(st, evict_failures))
-		return;
-	pthread_mutex_lock(&r->lock);
+		return 0;
+	err = res_lock(pool);
+	if (err)
+		return err;
 	st->units = r->nunits;
 	st->unit_pages = r->unit_pages;
 	st->pinned_units = r->pinned_units;
@@ -376,5 +647,6 @@ void res_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 	st->evicted_pages = r->evicted_pages;
 	st->eviction_runs = r->eviction_runs;
 	st->evict_failures = r->evict_failures;
-	pthread_mutex_unlock(&r->lock);
+	res_unlock(pool);
+	return 0;
 }

@@ -36,6 +36,12 @@
 /* ---- log.c: messages to the log callback or stderr ---------------------- */
 enum { HKV_LOG_ERR, HKV_LOG_WARN, HKV_LOG_INFO, HKV_LOG_DEBUG };
 void hkv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* around code that holds a pool lock: queue this thread's messages and
+ * deliver them at the outermost release (the log callback may call back
+ * into the pool) */
+void log_hold(void);
+void log_release(void);
+void log_fork_child(void);	/* fork.c: the child's log lock starts free */
 
 /* ---- env.c: HUGEKV_<OPTION> variables, parsed once --------------------- */
 struct hkv_env {
@@ -80,13 +86,30 @@ struct fext {			/* one free extent; 32 bytes */
 	uint32_t pad[2];
 };
 
+/*
+ * Per-page state, one cache line per 64-page group: the allocated and
+ * in_unit words, a word marking the pages that start or end a free extent,
+ * and those pages' node ids in page order (slot i = the i-th marked page).
+ * A group with more marked pages than slots (a finely fragmented one) keeps
+ * its ids in an overflow block of 64, indexed by page, named by slot[0].
+ * A free or an allocation reads and writes its neighbours' state in the
+ * line it already holds for the bitmap: one miss where there were three.
+ */
+#define XI_GSLOTS	10
+struct xgroup {
+	uint64_t alloc, in_unit, bound;
+	uint32_t slot[XI_GSLOTS];
+} __attribute__((aligned(64)));
+
 struct xindex {
 	uint64_t base;		/* absolute page of space page 0 */
 	uint32_t npages;
 	uint32_t barrier;	/* extents never cross multiples of this (0 = none) */
 	uint64_t *allocated;	/* 1 bit per page: allocated (XI_WORD stride) */
 	uint64_t *in_unit;	/* 1 bit per page: in a cache unit (= allocated + 1) */
-	uint32_t *tag;		/* node id at first and last page of free extents */
+	struct xgroup *grp;	/* = allocated: the per-page state */
+	uint32_t (*ovf)[64];	/* overflow blocks of crowded groups */
+	uint32_t ovf_cap, ovf_free, ovf_nfree;	/* blocks, free-list head, free */
 	struct fext *node;
 	uint32_t ncap, nused, free_node;	/* node array, free-list head */
 	uint32_t nexact;	/* sizes 1..nexact are binned exactly */
@@ -106,8 +129,8 @@ struct xindex {
 	uint64_t tree_count;
 };
 
-/* page bitmaps interleave allocated and in_unit words: index with XI_WORD */
-#define XI_WORD(p)	(2 * ((p) >> 6))
+/* page bitmaps: the allocated and in_unit words of p's group line */
+#define XI_WORD(p)	(8 * ((p) >> 6))
 static inline bool xi_page_free(const struct xindex *x, uint64_t rel)
 {
 	return !(x->allocated[XI_WORD(rel)] & (1ull << (rel & 63)));
@@ -124,6 +147,15 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext);
 int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len);
 /* make room for @extra more free extents so xi_free cannot fail */
 int xi_reserve(struct xindex *x, uint32_t extra);
+/* make room so xi_take of k extents cannot fail */
+int xi_reserve_grow(struct xindex *x, uint32_t blocks);
+static inline int xi_reserve_take(struct xindex *x, long k)
+{
+	return likely(x->ovf_nfree >= (uint64_t)k) ? 0 : xi_reserve_grow(x, (uint32_t)k);
+}
+/* node id tagged at page p (space-relative), XI_NIL if p is not the first
+ * or last page of a free extent */
+uint32_t xi_tag(const struct xindex *x, uint32_t p);
 /* free allocated pages (checked), coalescing; needs xi_reserve(x, 1) */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len);
 /* set/clear the allocated bits of absolute [start, start+len) */
@@ -266,11 +298,26 @@ struct hkv_pool {
 	struct hkv_arena *arena;	/* NULL for index-only pools */
 	char *base;			/* first byte of page 0, or NULL */
 	struct hkv_res *res;		/* residency (evict.c) */
+	uint64_t fork_gen;		/* fork_gen when created (fork.c) */
 	/* free_slots cache (compat.c) */
 	pthread_mutex_t slots_lock;
 	uint64_t *slots, nslots, slots_gen;
 	bool slots_valid;
 };
+
+/* ---- fork.c: pools do not survive fork() ---------------------------------
+ * The arena is MADV_DONTFORK and lane locks may be held by threads the child
+ * does not have: a pool created in another process answers -ECHILD (or NULL,
+ * 0) and may only be destroyed, which then unmaps nothing. fork_gen counts
+ * the forks this process descends from (a pthread_atfork child handler).
+ */
+extern uint64_t fork_gen;
+/* register the handler (once); the generation pools created now record */
+uint64_t fork_generation(void);
+static inline bool pool_forked(const struct hkv_pool *pool)
+{
+	return unlikely(pool->fork_gen != HKV_LOAD(&fork_gen));
+}
 
 /* ---- stats.c: snapshot, fragmentation, print --------------------------- */
 uint64_t stats_ufi_permille(const struct xindex *x, uint64_t r);
@@ -353,7 +400,9 @@ struct topo {
 	uint64_t memlock;	/* RLIMIT_MEMLOCK soft, UINT64_MAX = unlimited */
 };
 
+/* libnuma calls are serialized (its CPU-mask cache is not thread-safe) */
 int topo_read(struct topo *t);
+void numa_fork_child(void);	/* fork.c: the child's libnuma lock starts free */
 /* the entry of node n, or NULL */
 const struct topo_node *topo_find(const struct topo *t, int n);
 const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz);
@@ -427,9 +476,16 @@ long long smaps_page_size(const void *addr, uint64_t len);
 /* ---- evict.c: units, pins, LRU, planned eviction ------------------------ */
 int res_create(struct hkv_pool *pool);
 void res_destroy(struct hkv_pool *pool);
-/* before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY) */
-void res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n);
-void res_stats(const struct hkv_pool *pool, struct hkv_stats *st);
+/* before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY): evicts
+ * only if that can make the request fit; 0, -EDEADLK (inside the pool's
+ * evict callback) or -ECHILD (pool inherited through fork()) */
+int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags);
+/* the same for hkv_alloc_lanes(): count[i] pages from every lane i */
+int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags);
+/* residency fields of a snapshot; 0, -EDEADLK or -ECHILD */
+int res_stats(struct hkv_pool *pool, struct hkv_stats *st);
+/* hkv_check() of the units (takes the residency and every lane lock) */
+int res_check(struct hkv_pool *pool);
 
 /* ---- trace.c / trace.h: USDT probes (see trace.h) ----------------------- */
 

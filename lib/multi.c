@@ -105,7 +105,8 @@ static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned 
  * @ext: extents
  * @n: number of extents
  *
- * Return: 0, -EINVAL, -EBUSY, or -ENOMEM (bookkeeping could not grow).
+ * Return: 0, -EINVAL, -EBUSY, -ENOMEM (bookkeeping could not grow), or
+ * -ECHILD (pool of another process).
  */
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
 {
@@ -115,6 +116,10 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 
 	if (!pool || (!ext && n)) {
 		ret = -EINVAL;
+		goto out;
+	}
+	if (unlikely(pool_forked(pool))) {
+		ret = -ECHILD;
 		goto out;
 	}
 	if (n == 1 && ext->len && ext->start < pool->npages &&
@@ -319,7 +324,7 @@ static long lanes_plan(struct hkv_pool *pool, const uint64_t *count, unsigned lo
  * @ext: receives the extents, lane by lane
  * @max_ext: room in @ext
  *
- * Return: total extents, or -ENOMEM, -ENOSPC, -EINVAL.
+ * Return: total extents, or -ENOMEM, -ENOSPC, -EINVAL, -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 			    unsigned flags, struct hkv_extent *ext, unsigned max_ext)
@@ -333,12 +338,15 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 		ret = -EINVAL;
 		goto out;
 	}
+	if (pool_forked(pool)) {
+		ret = -ECHILD;
+		goto out;
+	}
 	ret = lanes_validate(pool, count, &lo, &hi, &total);
+	if (!ret && (flags & HKV_ALLOC_EVICT))
+		ret = res_make_room_lanes(pool, count, flags);
 	if (ret)
 		goto out;
-	for (i = lo; (flags & HKV_ALLOC_EVICT) && i <= hi; i++)
-		if (count[i])
-			res_make_room(pool, i, count[i]);
 	lanes_lock(pool, lo, hi);
 	need = lanes_plan(pool, count, lo, hi, flags);
 	if (need > (long)max_ext)

@@ -5,6 +5,8 @@
  *
  * Read-only: the library never changes system hugepage pools. All reads go
  * through the os layer, so tests can fake a second node or a 1 GiB pool.
+ * libnuma fills a CPU-mask cache inside numa_node_to_cpus() without a lock,
+ * so concurrent pool creates serialize their libnuma calls on numa_lock.
  */
 #include <stdio.h>
 #include <sys/resource.h>
@@ -14,6 +16,17 @@
 #define SYS_NODE	"/sys/devices/system/node"
 #define SYS_HUGE	"/sys/kernel/mm/hugepages"
 #define SYS_THP		"/sys/kernel/mm/transparent_hugepage/enabled"
+
+static pthread_mutex_t numa_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/**
+ * numa_fork_child() - in a fork() child: the lock may have been held by a
+ * thread the child does not have
+ */
+void numa_fork_child(void)
+{
+	pthread_mutex_init(&numa_lock, NULL);
+}
 
 /* total/free/resv of one pool directory; a missing directory is "absent" */
 static int read_pool(const char *dir, bool with_resv, struct topo_pool *p)
@@ -97,10 +110,13 @@ static void add_node(struct topo *t, int node)
 	n->ncpus = CPU_COUNT(&n->cpus);
 }
 
-static int read_nodes(struct topo *t)
+/* the nodes with memory and their CPUs: the libnuma part, under numa_lock */
+static void read_node_list(struct topo *t)
 {
-	int max, i, ret;
+	int max, i;
 
+	log_hold();		/* the log callback may create a pool */
+	pthread_mutex_lock(&numa_lock);
 	t->numa = os->numa_available() >= 0;
 	max = t->numa ? os->numa_max_node() : 0;
 	for (i = 0; i <= max; i++) {
@@ -115,7 +131,16 @@ static int read_nodes(struct topo *t)
 	}
 	if (!t->nnodes)
 		add_node(t, 0);	/* no NUMA: one node 0 */
-	for (i = 0; i < (int)t->nnodes; i++) {
+	pthread_mutex_unlock(&numa_lock);
+	log_release();
+}
+
+static int read_nodes(struct topo *t)
+{
+	int ret;
+
+	read_node_list(t);
+	for (int i = 0; i < (int)t->nnodes; i++) {
 		ret = read_node_pools(&t->node[i]);
 		if (ret)
 			return ret;

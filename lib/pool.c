@@ -66,6 +66,7 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	if (err)
 		goto free_pool;
 	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
+	pool->fork_gen = fork_generation();
 	pool->npages = pool->opts.npages;
 	pool->page_bytes = pool->opts.page_bytes;
 	pool->nlanes = pool->opts.nlanes;
@@ -101,6 +102,10 @@ free_pool:
 /**
  * hkv_pool_destroy() - destroy a pool and unmap its arena
  * @pool: the pool, or NULL
+ *
+ * In a child of the creating process the arena is not there (DONTFORK) and
+ * its address range may hold the child's own mappings: only the
+ * bookkeeping is freed.
  */
 HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 {
@@ -108,9 +113,12 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 		return;
 	res_destroy(pool);
 	compat_fini(pool);
-	pthread_mutex_destroy(&pool->slots_lock);
+	if (!pool_forked(pool))		/* a fork() child may see it held */
+		pthread_mutex_destroy(&pool->slots_lock);
 	lanes_destroy(pool);
-	if (pool->arena)
+	if (pool->arena && pool_forked(pool))
+		free(pool->arena);	/* the struct only: nothing of it is mapped here */
+	else if (pool->arena)
 		arena_destroy(pool->arena);
 	free(pool);
 }
@@ -135,7 +143,8 @@ HKV_API uint64_t hkv_pool_id(const struct hkv_pool *pool)
  * @ext: receives the extents
  * @max_ext: room in @ext
  *
- * Return: extents, or -ENOMEM, -ENOSPC, -EINVAL.
+ * Return: extents, or -ENOMEM, -ENOSPC, -EINVAL, -EDEADLK (HKV_ALLOC_EVICT
+ * from inside the evict callback), -ECHILD (pool of another process).
  */
 HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		      unsigned flags, struct hkv_extent *ext, unsigned max_ext)
@@ -148,8 +157,15 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		ret = -EINVAL;
 		goto out;
 	}
-	if (flags & HKV_ALLOC_EVICT)
-		res_make_room(pool, lane, npages);
+	if (unlikely(pool_forked(pool))) {
+		ret = -ECHILD;
+		goto out;
+	}
+	if (flags & HKV_ALLOC_EVICT) {
+		ret = res_make_room(pool, lane, npages, flags);
+		if (ret)
+			goto out;
+	}
 	if (lane == HKV_LANE_ANY && pool->nlanes == 1)
 		lane = used = 0;	/* one lane: no lane choice to make */
 	if (lane == HKV_LANE_ANY) {
@@ -178,6 +194,8 @@ HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane, struct hk
 {
 	if (!pool || !out || lane >= pool->nlanes)
 		return -EINVAL;
+	if (pool_forked(pool))
+		return -ECHILD;
 	out->start = pool->lanes[lane].first;
 	out->len = pool->lanes[lane].npages;
 	return 0;
@@ -194,7 +212,7 @@ HKV_API uint64_t hkv_available(const struct hkv_pool *pool)
 	uint64_t sum = 0;
 	unsigned i;
 
-	if (!pool)
+	if (!pool || pool_forked(pool))
 		return 0;
 	for (i = 0; i < pool->nlanes; i++)
 		sum += HKV_LOAD(&pool->lanes[i].xi.free_pages);
@@ -210,7 +228,7 @@ HKV_API uint64_t hkv_available(const struct hkv_pool *pool)
  */
 HKV_API void *hkv_page_ptr(const struct hkv_pool *pool, uint64_t page)
 {
-	if (!pool || !pool->base || page >= pool->npages)
+	if (!pool || !pool->base || page >= pool->npages || pool_forked(pool))
 		return NULL;
 	return pool->base + page * pool->page_bytes;
 }
@@ -227,5 +245,7 @@ HKV_API int hkv_regions(const struct hkv_pool *pool, struct hkv_region *r, unsig
 {
 	if (!pool || (!r && max))
 		return -EINVAL;
+	if (pool_forked(pool))
+		return -ECHILD;
 	return pool->arena ? arena_regions(pool->arena, r, max) : 0;
 }

@@ -5,7 +5,10 @@
  *
  * Locking: one mutex per pool (struct hkv_res.lock) guards every field here.
  * Page bits (in_unit) and frees are changed under the owning lanes' locks,
- * taken after the residency lock, in ascending lane order.
+ * taken after the residency lock, in ascending lane order. res_lock() takes
+ * it, refusing a thread that runs this pool's evict callback (-EDEADLK) and
+ * a pool inherited through fork() (-ECHILD); messages logged meanwhile are
+ * delivered after res_unlock().
  */
 #ifndef HKV_RES_H
 #define HKV_RES_H
@@ -22,6 +25,7 @@
  * @next: LRU neighbour (warmer)
  * @stamp: LRU clock at the last add/touch; split halves share it
  * @npages: pages in the unit
+ * @home_pages: pages of the unit inside @home (what evicting it frees there)
  * @pins: pin count
  * @home: lane whose LRU list holds the unit (lane of its first page at add)
  * @n: number of extents
@@ -33,6 +37,7 @@ struct res_unit {
 	struct res_unit *prev, *next;
 	uint64_t stamp;
 	uint64_t npages;
+	uint64_t home_pages;
 	uint32_t pins;
 	uint32_t home;
 	unsigned n;
@@ -51,6 +56,9 @@ struct hkv_res {
 	struct res_lru *lru;		/* [nlanes] */
 	struct res_unit **cursor;	/* [nlanes] scratch for victim merge */
 	struct res_unit **cand;		/* [window] victim candidates */
+	uint64_t *evictable;		/* [nlanes] home_pages of unpinned units */
+	struct res_unit *parked;	/* evicted, pages not yet freed (hnext) */
+	uint64_t parked_pages;
 	uint64_t clock;
 	uint64_t unit_pages, pinned_units, pinned_pages;
 	uint64_t evictions, evicted_pages, eviction_runs, evict_failures;
@@ -59,6 +67,14 @@ struct hkv_res {
 	unsigned window;
 };
 
+/* evict.c */
+int res_lock(struct hkv_pool *pool);
+void res_unlock(struct hkv_pool *pool);
+/* the unit starts (true) or stops counting as evictable */
+void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add);
+/* index room in every lane the unit touches for freeing it; 0 or -ENOMEM */
+int res_reserve(struct hkv_pool *pool, const struct res_unit *u);
+
 /* unit.c */
 struct res_unit *res_find(const struct hkv_res *r, uint64_t id);
 void res_hash_remove(struct hkv_res *r, struct res_unit *u);
@@ -66,5 +82,10 @@ void res_lru_unlink(struct hkv_res *r, struct res_unit *u);
 int res_free_pages(struct hkv_pool *pool, const struct res_unit *u);
 void res_unit_drop(struct hkv_res *r, struct res_unit *u);
 uint64_t res_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane);
+void res_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
+		   unsigned *lo, unsigned *hi);
+/* every in_unit page belongs to exactly one unit (or parked eviction) and
+ * the counts agree; residency and all lanes locked; 0 or -EUCLEAN */
+int res_check_units(struct hkv_pool *pool);
 
 #endif /* HKV_RES_H */

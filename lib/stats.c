@@ -57,7 +57,7 @@ static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
  * Each lane is read under its lock, one after another: per-lane figures are
  * consistent, the pool's sums are a near snapshot under concurrency.
  *
- * Return: 0 or -EINVAL.
+ * Return: 0, -EINVAL, -EDEADLK (from inside the evict callback), -ECHILD.
  */
 HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 {
@@ -66,9 +66,12 @@ HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 	struct hkv_stats s = { .sz = sizeof(s) };
 	size_t sz;
 	unsigned i;
+	int err;
 
 	if (!pool || !st || st->sz < HKV_STATS_SZ0)
 		return -EINVAL;
+	if (pool_forked(pool))
+		return -ECHILD;
 	sz = HKV_MIN(st->sz, sizeof(s));
 	s.npages = pool->npages;
 	s.nlanes = pool->nlanes;
@@ -90,7 +93,9 @@ HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 	s.backing = s.backing_wanted = pool->opts.backing;
 	s.numa_node = pool->opts.numa_node;
 	s.flags = pool->opts.flags;
-	res_stats(pool, &s);
+	err = res_stats(p, &s);
+	if (err)
+		return err;
 	if (pool->arena)
 		arena_stats(pool->arena, &s);
 	memcpy(st, &s, sz);
@@ -102,7 +107,12 @@ HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
  * hkv_check() - full invariant check
  * @pool: the pool
  *
- * Return: 0 or -EUCLEAN.
+ * Each lane's index, then the units against the in_unit page bits.
+ * Messages about broken invariants are delivered after the locks are
+ * released (the log callback may call back into the pool).
+ *
+ * Return: 0, -EUCLEAN, -EINVAL, -EDEADLK (from inside the evict callback),
+ * -ECHILD.
  */
 HKV_API int hkv_check(const struct hkv_pool *pool)
 {
@@ -112,6 +122,9 @@ HKV_API int hkv_check(const struct hkv_pool *pool)
 
 	if (!pool)
 		return -EINVAL;
+	if (pool_forked(pool))
+		return -ECHILD;
+	log_hold();
 	for (i = 0; i < pool->nlanes && !err; i++) {
 		const struct lane *l = &pool->lanes[i];
 
@@ -122,5 +135,6 @@ HKV_API int hkv_check(const struct hkv_pool *pool)
 			err = -EUCLEAN;
 		lane_unlock(&p->lanes[i]);
 	}
-	return err;
+	log_release();
+	return err ? err : res_check(p);
 }

@@ -143,9 +143,16 @@ void res_unit_drop(struct hkv_res *r, struct res_unit *u)
 	free(u);
 }
 
-/* lowest and highest lane that the extents touch */
-static void lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
-		      unsigned *lo, unsigned *hi)
+/**
+ * res_lane_span() - lowest and highest lane that some extents touch
+ * @pool: the pool
+ * @ext: extents inside the pool
+ * @n: how many (> 0)
+ * @lo: receives the lowest lane
+ * @hi: receives the highest lane
+ */
+void res_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
+		   unsigned *lo, unsigned *hi)
 {
 	*lo = UINT32_MAX;
 	*hi = 0;
@@ -195,7 +202,7 @@ static void unmark_unit(struct hkv_pool *pool, const struct res_unit *u)
 {
 	unsigned lo, hi;
 
-	lane_span(pool, u->ext, u->n, &lo, &hi);
+	res_lane_span(pool, u->ext, u->n, &lo, &hi);
 	lanes_lock(pool, lo, hi);
 	for (unsigned i = 0; i < u->n; i++)
 		mark_extent(pool, &u->ext[i], false);
@@ -214,7 +221,7 @@ int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
 	unsigned lo, hi, li;
 	uint32_t pieces = 0;
 
-	lane_span(pool, u->ext, u->n, &lo, &hi);
+	res_lane_span(pool, u->ext, u->n, &lo, &hi);
 	for (unsigned i = 0; i < u->n; i++)
 		for_each_piece(pool, &u->ext[i], p, len, li)
 			pieces++;
@@ -317,37 +324,46 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 	memcpy(u->ext, ext, n * sizeof(*ext));
 	u->npages = npages;
 	r = pool->res;
-	pthread_mutex_lock(&r->lock);
+	rc = res_lock(pool);
+	if (rc)
+		goto free_unit;
 	if (res_find(r, unit)) {
 		rc = -EEXIST;
 		goto unlock;
 	}
-	lane_span(pool, ext, n, &lo, &hi);
+	res_lane_span(pool, ext, n, &lo, &hi);
 	lanes_lock(pool, lo, hi);
 	rc = mark_unit(pool, ext, n);
 	lanes_unlock(pool, lo, hi);
 	if (rc)
 		goto unlock;
 	u->home = lane_of(pool, ext[0].start);
+	u->home_pages = res_pages_in(pool, u, u->home);
 	hash_insert(r, u);
 	lru_make_hot(r, u);
+	res_evictable(r, u, true);
 	u = NULL;
 unlock:
-	pthread_mutex_unlock(&r->lock);
+	res_unlock(pool);
+free_unit:
 	free(u);
 	return rc;
 }
 
-/* look @unit up with the residency lock taken; unlocks on -ENOENT/-EINVAL */
+/* look @unit up with the residency lock taken; unlocked again on failure */
 static int lock_unit(struct hkv_pool *pool, uint64_t unit, struct res_unit **out)
 {
+	int rc;
+
 	if (!pool)
 		return -EINVAL;
-	pthread_mutex_lock(&pool->res->lock);
+	rc = res_lock(pool);
+	if (rc)
+		return rc;
 	*out = res_find(pool->res, unit);
 	if (*out)
 		return 0;
-	pthread_mutex_unlock(&pool->res->lock);
+	res_unlock(pool);
 	return -ENOENT;
 }
 
@@ -367,7 +383,7 @@ HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit)
 		return rc;
 	res_lru_unlink(pool->res, u);
 	lru_make_hot(pool->res, u);
-	pthread_mutex_unlock(&pool->res->lock);
+	res_unlock(pool);
 	return 0;
 }
 
@@ -390,8 +406,9 @@ HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 	} else if (u->pins++ == 0) {
 		pool->res->pinned_units++;
 		pool->res->pinned_pages += u->npages;
+		res_evictable(pool->res, u, false);
 	}
-	pthread_mutex_unlock(&pool->res->lock);
+	res_unlock(pool);
 	return rc;
 }
 
@@ -414,8 +431,9 @@ HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit)
 	} else if (--u->pins == 0) {
 		pool->res->pinned_units--;
 		pool->res->pinned_pages -= u->npages;
+		res_evictable(pool->res, u, true);
 	}
-	pthread_mutex_unlock(&pool->res->lock);
+	res_unlock(pool);
 	return rc;
 }
 
@@ -482,18 +500,26 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 		rc = -ENOMEM;
 		goto unlock;
 	}
+	if (!u->pins)
+		res_evictable(r, u, false);
 	r->unit_pages -= u->npages;	/* hash_insert adds the new half back */
 	split_move(u, at_page, nu);
 	r->unit_pages += u->npages;
 	nu->pins = u->pins;
 	nu->stamp = u->stamp;
 	nu->home = u->home;
+	u->home_pages = res_pages_in(pool, u, u->home);
+	nu->home_pages = res_pages_in(pool, nu, nu->home);
 	if (nu->pins)
 		r->pinned_units++;
 	hash_insert(r, nu);
 	lru_insert_after(r, u, nu);
+	if (!u->pins) {
+		res_evictable(r, u, true);
+		res_evictable(r, nu, true);
+	}
 unlock:
-	pthread_mutex_unlock(&r->lock);
+	res_unlock(pool);
 	return rc;
 }
 
@@ -523,9 +549,155 @@ HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags
 		rc = res_free_pages(pool, u);
 	else
 		unmark_unit(pool, u);
-	if (!rc)
+	if (!rc) {
+		res_evictable(pool->res, u, false);
 		res_unit_drop(pool->res, u);
+	}
 unlock:
-	pthread_mutex_unlock(&pool->res->lock);
+	res_unlock(pool);
 	return rc;
+}
+
+/*
+ * The check takes each unit's pages away from the in_unit bitmaps (each must
+ * be allocated and still marked: a page in two units fails there), then
+ * requires the bitmaps to be empty (a marked page in no unit fails), then
+ * puts back exactly what it took. O(pages + units); all locks held.
+ */
+static bool take_unit(struct hkv_pool *pool, const struct res_unit *u, bool take)
+{
+	unsigned i, li;
+
+	for (i = 0; i < u->n; i++) {
+		for_each_piece(pool, &u->ext[i], p, len, li) {
+			struct xindex *x = &pool->lanes[li].xi;
+
+			if (take && (!xi_test_range(x->in_unit, p - x->base, len, true) ||
+				     !xi_test_range(x->allocated, p - x->base, len, true)))
+				goto give_back;
+		}
+		mark_extent(pool, &u->ext[i], !take);
+	}
+	return true;
+
+give_back:
+	while (i--)
+		mark_extent(pool, &u->ext[i], true);
+	return false;
+}
+
+/* take (or give back) the first @max units of the hash and the parked
+ * list; returns how many were taken, *all whether that was every unit */
+static uint64_t take_units(struct hkv_pool *pool, uint64_t max, bool take, bool *all)
+{
+	struct hkv_res *r = pool->res;
+	uint64_t done = 0;
+
+	*all = false;
+	for (uint64_t b = 0; b <= r->nbuckets; b++) {
+		struct res_unit *u = b < r->nbuckets ? r->bucket[b] : r->parked;
+
+		for (; u; u = u->hnext, done++)
+			if (done == max || !take_unit(pool, u, take))
+				return done;
+	}
+	*all = true;
+	return done;
+}
+
+#define UCHECK(cond, ...)						\
+	do {								\
+		if (unlikely(!(cond))) {				\
+			hkv_log(HKV_LOG_ERR, "hkv_check: " __VA_ARGS__); \
+			return -EUCLEAN;				\
+		}							\
+	} while (0)
+
+/* unit counters and LRU lists agree with the hash */
+static int check_counts(struct hkv_pool *pool)
+{
+	struct hkv_res *r = pool->res;
+	uint64_t units = 0, pages = 0, pinned = 0, pinned_pages = 0, parked = 0, listed = 0;
+
+	for (uint64_t b = 0; b < r->nbuckets; b++) {
+		for (const struct res_unit *u = r->bucket[b]; u; u = u->hnext) {
+			UCHECK(res_find(r, u->id) == u, "unit %llu is filed twice",
+			       (unsigned long long)u->id);
+			units++;
+			pages += u->npages;
+			pinned += !!u->pins;
+			pinned_pages += u->pins ? u->npages : 0;
+		}
+	}
+	for (const struct res_unit *u = r->parked; u; u = u->hnext)
+		parked += u->npages;
+	for (unsigned i = 0; i < pool->nlanes; i++) {
+		uint64_t evictable = 0;
+
+		for (const struct res_unit *u = r->lru[i].head; u; u = u->next, listed++) {
+			UCHECK(u->home == i && res_find(r, u->id) == u &&
+			       (u->next ? u->next->prev == u : r->lru[i].tail == u),
+			       "lane %u: LRU list is broken at unit %llu", i,
+			       (unsigned long long)u->id);
+			evictable += u->pins ? 0 : u->home_pages;
+		}
+		UCHECK(evictable == r->evictable[i], "lane %u: %llu evictable pages counted, %llu found",
+		       i, (unsigned long long)r->evictable[i], (unsigned long long)evictable);
+	}
+	UCHECK(units == r->nunits && listed == units && pages == r->unit_pages &&
+	       pinned == r->pinned_units && pinned_pages == r->pinned_pages &&
+	       parked == r->parked_pages, "unit counters disagree with the units");
+	return 0;
+}
+
+/**
+ * res_check_units() - every in_unit page belongs to exactly one unit
+ * @pool: the pool (residency lock and every lane lock held)
+ *
+ * Return: 0, or -EUCLEAN (logged).
+ */
+int res_check_units(struct hkv_pool *pool)
+{
+	int err = check_counts(pool);
+	uint64_t taken;
+	bool all;
+
+	if (err)
+		return err;
+	taken = take_units(pool, UINT64_MAX, true, &all);
+	if (!all) {
+		hkv_log(HKV_LOG_ERR, "hkv_check: a page is in two units, or a unit page is "
+			"not marked or not allocated");
+		err = -EUCLEAN;
+	}
+	for (unsigned i = 0; i < pool->nlanes && !err; i++) {
+		const struct xindex *x = &pool->lanes[i].xi;
+
+		if (!xi_test_range(x->in_unit, 0, x->npages, false)) {
+			hkv_log(HKV_LOG_ERR, "hkv_check: lane %u: pages marked in a unit that "
+				"no unit holds", i);
+			err = -EUCLEAN;
+		}
+	}
+	take_units(pool, taken, false, &all);
+	return err;
+}
+
+/**
+ * res_check() - hkv_check() of the residency state
+ * @pool: the pool
+ *
+ * Return: 0, -EUCLEAN, or -EDEADLK / -ECHILD (see res_lock()).
+ */
+int res_check(struct hkv_pool *pool)
+{
+	int err = res_lock(pool);
+
+	if (err)
+		return err;
+	lanes_lock(pool, 0, pool->nlanes - 1);
+	err = res_check_units(pool);
+	lanes_unlock(pool, 0, pool->nlanes - 1);
+	res_unlock(pool);
+	return err;
 }

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "hugekv.h"
@@ -303,6 +304,138 @@ static void test_alloc_lanes(void **state)
 }
 
 /*
+ * A request that eviction can never make fit evicts nothing: more than the
+ * pool, more than a lane (a named lane, or any lane for a contiguous
+ * request), UINT64_MAX, one lane of hkv_alloc_lanes over its size, a lane
+ * whose units are all pinned, more than the pool's unpinned units and free
+ * pages together.
+ */
+static void test_never_fits(void **state)
+{
+	struct hkv_pool *p = mkpool((struct pool_cfg){ .npages = 1000, .nlanes = 2, .window = 1 });
+	uint64_t over_lane[2] = { 400, 501 }, pinned_lane[2] = { 0, 100 };
+	struct log lg = { 0 };
+	struct hkv_extent e[64];
+
+	(void)state;
+	hkv_set_evict_fn(p, log_fn, &lg);
+	for (uint64_t i = 0; i < 20; i++)
+		unit(p, i, 50, i / 10);		/* 0..9 fill lane 0, 10..19 lane 1 */
+	assert_int_equal(hkv_available(p), 0);
+	assert_int_equal(hkv_alloc(p, 1001, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(hkv_alloc(p, 501, HKV_LANE_ANY, HKV_ALLOC_EVICT | HKV_ALLOC_CONTIG,
+				   e, 64), -ENOMEM);
+	assert_int_equal(hkv_alloc(p, 501, 1, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(hkv_alloc(p, UINT64_MAX, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(hkv_alloc(p, UINT64_MAX, 0, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(hkv_alloc_lanes(p, over_lane, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(lg.n, 0);
+	assert_int_equal(stats(p).units, 20);
+	/* lane 1's units pinned: evicting lane 0 cannot help lane 1 */
+	for (uint64_t i = 10; i < 20; i++)
+		assert_int_equal(hkv_unit_pin(p, i), 0);
+	assert_int_equal(hkv_alloc(p, 100, 1, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(hkv_alloc_lanes(p, pinned_lane, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(hkv_alloc(p, 501, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
+	assert_int_equal(lg.n, 0);
+	assert_int_equal(stats(p).evictions, 0);
+	assert_true(stats(p).evict_failures >= 8);
+	/* what can fit still evicts, only what it needs */
+	assert_int_equal(hkv_alloc(p, 100, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 64), 1);
+	assert_int_equal(lg.n, 2);
+	assert_int_equal(lg.id[0], 0);
+	assert_int_equal(lg.id[1], 1);
+	assert_int_equal(e[0].start, 0);
+	assert_int_equal(hkv_check(p), 0);
+	/* more than a lane, not contiguous: eviction over the pool, then the
+	 * answer spreads over both lanes */
+	assert_int_equal(hkv_free(p, e, 1), 0);
+	for (uint64_t i = 10; i < 20; i++)
+		assert_int_equal(hkv_unit_unpin(p, i), 0);
+	assert_true(hkv_alloc(p, 700, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 64) >= 2);
+	assert_int_equal(hkv_available(p), 0);
+	assert_int_equal(lg.n, 2 + 12);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
+/* what the evict callback gets back from calls on the same pool */
+struct reentry {
+	struct hkv_pool *pool, *other;
+	unsigned calls;
+	int pin, unpin, add, touch, split, remove, evict, stats, check, alloc_evict, lanes_evict;
+	int alloc, other_alloc;
+};
+
+static void reentry_fn(void *ctx, uint64_t unit, const struct hkv_extent *ext, unsigned n)
+{
+	struct reentry *re = ctx;
+	struct hkv_stats st = { .sz = sizeof(st) };
+	uint64_t count[1] = { 1 };
+	struct hkv_extent e;
+
+	(void)unit;
+	(void)n;
+	re->calls++;
+	re->pin = hkv_unit_pin(re->pool, 1);
+	re->unpin = hkv_unit_unpin(re->pool, 1);
+	re->touch = hkv_unit_touch(re->pool, 1);
+	re->split = hkv_unit_split(re->pool, 1, 1, 99);
+	re->remove = hkv_unit_remove(re->pool, 1, 0);
+	re->add = hkv_unit_add(re->pool, 98, ext, 1);
+	re->evict = (int)hkv_evict(re->pool, 100);
+	re->stats = hkv_stats(re->pool, &st);
+	re->check = hkv_check(re->pool);
+	re->alloc_evict = hkv_alloc(re->pool, 1, 0, HKV_ALLOC_EVICT, &e, 1);
+	re->lanes_evict = hkv_alloc_lanes(re->pool, count, HKV_ALLOC_EVICT, &e, 1);
+	hkv_set_evict_fn(re->pool, NULL, NULL);		/* refused: no effect */
+	/* plain allocation and free take no residency lock: they work */
+	re->alloc = hkv_alloc(re->pool, 1, 0, 0, &e, 1);
+	if (re->alloc == 1)
+		assert_int_equal(hkv_free(re->pool, &e, 1), 0);
+	/* another pool is another lock */
+	re->other_alloc = hkv_alloc(re->other, 1, 0, HKV_ALLOC_EVICT, &e, 1);
+}
+
+/* calls into the pool from its evict callback get -EDEADLK, not a hang */
+static void test_callback_reentry(void **state)
+{
+	struct hkv_pool *p = mkpool((struct pool_cfg){ .npages = 100, .nlanes = 1, .window = 1 });
+	struct reentry re = { .pool = p, .other = mkpool((struct pool_cfg){ .npages = 10 }) };
+
+	(void)state;
+	alarm(30);			/* a deadlock fails the test instead of hanging it */
+	hkv_set_evict_fn(p, reentry_fn, &re);
+	unit(p, 0, 10, 0);
+	unit(p, 1, 10, 0);
+	assert_int_equal(hkv_evict(p, 85), 10);
+	assert_int_equal(re.calls, 1);
+	assert_int_equal(re.pin, -EDEADLK);
+	assert_int_equal(re.unpin, -EDEADLK);
+	assert_int_equal(re.touch, -EDEADLK);
+	assert_int_equal(re.split, -EDEADLK);
+	assert_int_equal(re.remove, -EDEADLK);
+	assert_int_equal(re.add, -EDEADLK);
+	assert_int_equal(re.evict, -EDEADLK);
+	assert_int_equal(re.stats, -EDEADLK);
+	assert_int_equal(re.check, -EDEADLK);
+	assert_int_equal(re.alloc_evict, -EDEADLK);
+	assert_int_equal(re.lanes_evict, -EDEADLK);
+	assert_int_equal(re.alloc, 1);
+	assert_int_equal(re.other_alloc, 1);
+	/* the callback is still set, the unit still there; outside it all works */
+	assert_int_equal(hkv_unit_pin(p, 1), 0);
+	assert_int_equal(hkv_unit_unpin(p, 1), 0);
+	assert_int_equal(hkv_evict(p, 100), 10);
+	assert_int_equal(re.calls, 2);
+	assert_int_equal(stats(p).units, 0);
+	assert_int_equal(hkv_check(p), 0);
+	alarm(0);
+	hkv_pool_destroy(re.other);
+	hkv_pool_destroy(p);
+}
+
+/*
  * Victim window: units 0..9 of 10 pages in address order, coldest first,
  * unit 5 removed (a hole at 50..59). Plain LRU takes unit 0; window 8
  * takes unit 4, the coldest that borders the hole, and the free run grows.
@@ -376,6 +509,8 @@ int main(void)
 		cmocka_unit_test(test_any_lane),
 		cmocka_unit_test(test_alloc_lanes),
 		cmocka_unit_test(test_victim_window),
+		cmocka_unit_test(test_never_fits),
+		cmocka_unit_test(test_callback_reentry),
 		cmocka_unit_test(test_chunk_boundary),
 	};
 

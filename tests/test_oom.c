@@ -3,7 +3,9 @@
  * test_oom.c - every heap allocation the library makes is failed in turn
  * (pool creation, bookkeeping growth in hkv_free, unit add and split,
  * free_slots, stats printing): each call must return -ENOMEM, change
- * nothing, and leak nothing (as many blocks freed as allocated). The test replaces malloc and friends in its own executable, so it
+ * nothing, and leak nothing (as many blocks freed as allocated). Evictions
+ * whose free cannot grow the index keep the unit, or park its pages until
+ * the next eviction: no page is lost. The test replaces malloc and friends in its own executable, so it
  * runs in the plain build only: the sanitizers bring their own allocators
  * (and check leaks there themselves).
  */
@@ -147,8 +149,9 @@ static int free_two(void *arg)
 	return hkv_free(f->pool, f->e, 2);
 }
 
-/* many single-page holes: the next frees must grow the node array */
-static struct frag *fragmented(void)
+/* many single-page holes: the next frees must grow the node array (or,
+ * with @spare 1, the one after them) */
+static struct frag *fragmented_spare(uint32_t spare)
 {
 	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 4096 };
 	struct frag *f = calloc(1, sizeof(*f));
@@ -162,7 +165,7 @@ static struct frag *fragmented(void)
 		struct hkv_extent h = { i, 1 };
 
 		/* stop where the node array is full, so the next free grows it */
-		if (f->pool->lanes[0].xi.free_extents == f->pool->lanes[0].xi.ncap)
+		if (f->pool->lanes[0].xi.free_extents + spare == f->pool->lanes[0].xi.ncap)
 			break;
 		assert_int_equal(hkv_free(f->pool, &h, 1), 0);
 	}
@@ -170,6 +173,11 @@ static struct frag *fragmented(void)
 	f->e[1] = (struct hkv_extent){ i + 4, 1 };
 	f->avail = hkv_available(f->pool);
 	return f;
+}
+
+static struct frag *fragmented(void)
+{
+	return fragmented_spare(0);
 }
 
 static void test_free_growth(void **state)
@@ -255,6 +263,118 @@ static void test_views(void **state)
 	free(f);
 }
 
+/* evictions seen by the callback; it may free a page and then arm a failure */
+struct evlog {
+	struct hkv_pool *pool;
+	unsigned calls;
+	struct hkv_extent free_first;	/* len 0: none */
+	int fail_after;			/* then fail_in = this (-1: leave it) */
+};
+
+static void ev_fn(void *ctx, uint64_t unit, const struct hkv_extent *ext, unsigned n)
+{
+	struct evlog *lg = ctx;
+
+	(void)unit;
+	(void)ext;
+	(void)n;
+	lg->calls++;
+	if (lg->free_first.len)
+		assert_int_equal(hkv_free(lg->pool, &lg->free_first, 1), 0);
+	if (lg->fail_after >= 0)
+		fail_in = lg->fail_after;
+}
+
+/*
+ * An eviction whose free needs the free-extent index to grow, and the
+ * growth fails: the unit stays as it was (callback not called, pages
+ * still its own), hkv_evict() frees nothing, and a later eviction with
+ * memory frees it.
+ */
+static void test_evict_nomem(void **state)
+{
+	struct hkv_stats st = { .sz = sizeof(st) };
+	struct evlog lg = { .fail_after = -1 };
+	struct frag *f;
+
+	(void)state;
+	if (!OOM_TESTABLE)
+		skip();
+	f = fragmented();
+	lg.pool = f->pool;
+	hkv_set_evict_fn(f->pool, ev_fn, &lg);
+	assert_int_equal(hkv_unit_add(f->pool, 7, &f->e[0], 1), 0);
+	fail_in = 0;
+	assert_int_equal(hkv_evict(f->pool, f->avail + 1), 0);
+	fail_in = -1;
+	assert_int_equal(lg.calls, 0);
+	assert_int_equal(hkv_unit_touch(f->pool, 7), 0);	/* still a unit */
+	assert_int_equal(hkv_free(f->pool, &f->e[0], 1), -EBUSY);
+	assert_int_equal(hkv_available(f->pool), f->avail);
+	assert_int_equal(hkv_check(f->pool), 0);
+	assert_int_equal(hkv_stats(f->pool, &st), 0);
+	assert_int_equal(st.units, 1);
+	assert_int_equal(st.evictions, 0);
+	assert_int_equal(st.evict_failures, 1);
+	/* with memory: evicted and freed */
+	assert_int_equal(hkv_evict(f->pool, f->avail + 1), 1);
+	assert_int_equal(lg.calls, 1);
+	assert_int_equal(hkv_unit_touch(f->pool, 7), -ENOENT);
+	assert_int_equal(hkv_available(f->pool), f->avail + 1);
+	assert_int_equal(hkv_check(f->pool), 0);
+	hkv_pool_destroy(f->pool);
+	free(f);
+}
+
+/*
+ * The room reserved before the callback is used up by a free the callback
+ * makes, and the index then cannot grow: the evicted unit's pages are
+ * parked (still marked, counted by hkv_check, refused by hkv_free and
+ * hkv_unit_add) and freed by the next eviction. No page is lost.
+ */
+static void test_evict_parked(void **state)
+{
+	struct hkv_stats st = { .sz = sizeof(st) };
+	struct evlog lg = { .fail_after = 0 };
+	struct xindex *x;
+	struct frag *f;
+
+	(void)state;
+	if (!OOM_TESTABLE)
+		skip();
+	f = fragmented_spare(1);
+	x = &f->pool->lanes[0].xi;
+	assert_true(x->free_extents + 1 == x->ncap);
+	lg.pool = f->pool;
+	lg.free_first = f->e[1];		/* an isolated page: one more extent */
+	hkv_set_evict_fn(f->pool, ev_fn, &lg);
+	assert_int_equal(hkv_unit_add(f->pool, 7, &f->e[0], 1), 0);
+	f->avail = hkv_available(f->pool);
+	assert_int_equal(hkv_evict(f->pool, f->avail + 1), 0);
+	fail_in = -1;
+	assert_int_equal(lg.calls, 1);
+	assert_int_equal(hkv_unit_touch(f->pool, 7), -ENOENT);	/* evicted ... */
+	assert_int_equal(hkv_free(f->pool, &f->e[0], 1), -EBUSY);	/* ... not yet freed */
+	assert_int_equal(hkv_unit_add(f->pool, 8, &f->e[0], 1), -EINVAL);
+	assert_int_equal(hkv_available(f->pool), f->avail + 1);	/* the callback's free */
+	assert_int_equal(hkv_check(f->pool), 0);
+	assert_int_equal(hkv_stats(f->pool, &st), 0);
+	assert_int_equal(st.evict_failures, 1);
+	assert_int_equal(st.evictions, 0);
+	/* the next eviction frees the parked pages */
+	lg.free_first.len = 0;
+	lg.fail_after = -1;
+	assert_int_equal(hkv_evict(f->pool, 0), 1);
+	assert_int_equal(hkv_available(f->pool), f->avail + 2);
+	assert_int_equal(hkv_free(f->pool, &f->e[0], 1), -EINVAL);	/* free now */
+	assert_int_equal(hkv_check(f->pool), 0);
+	assert_int_equal(hkv_stats(f->pool, &st), 0);
+	assert_int_equal(st.evictions, 1);
+	assert_int_equal(st.evicted_pages, 1);
+	hkv_pool_destroy(f->pool);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +382,8 @@ int main(void)
 		cmocka_unit_test(test_free_growth),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_views),
+		cmocka_unit_test(test_evict_nomem),
+		cmocka_unit_test(test_evict_parked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

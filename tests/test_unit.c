@@ -2,7 +2,8 @@
 /*
  * test_unit.c - cache units: add, touch, pin/unpin, split, remove, and every
  * error code of them; failed calls change nothing (checked with hkv_free,
- * hkv_stats and hkv_check).
+ * hkv_stats and hkv_check); hkv_check catches page bits that disagree with
+ * the units.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "hugekv.h"
+#include "res.h"
 
 /* index-only pool; plain LRU victims (window 1) so eviction order is LRU order */
 static struct hkv_pool *mkpool(uint64_t npages, unsigned nlanes)
@@ -289,6 +290,51 @@ static void test_many(void **state)
 	hkv_pool_destroy(p);
 }
 
+/*
+ * hkv_check() holds units and page bits to each other: a page marked in a
+ * unit that no unit holds, a unit page not marked, or a page in two units
+ * is -EUCLEAN; the check leaves the bits as it found them.
+ */
+static void test_check_units(void **state)
+{
+	struct hkv_pool *p = mkpool(200, 2);
+	struct hkv_extent a = take(p, 10, 0), b = take(p, 10, 1), loose = take(p, 5, 1);
+	struct xindex *x0 = &p->lanes[0].xi, *x1 = &p->lanes[1].xi;
+
+	(void)state;
+	assert_int_equal(hkv_unit_add(p, 1, &a, 1), 0);
+	assert_int_equal(hkv_unit_add(p, 2, &b, 1), 0);
+	assert_int_equal(hkv_check(p), 0);
+	/* an in_unit page that belongs to no unit */
+	xi_set_range(x1->in_unit, loose.start + 2 - x1->base, 1, true);
+	assert_int_equal(hkv_check(p), -EUCLEAN);
+	xi_set_range(x1->in_unit, loose.start + 2 - x1->base, 1, false);
+	assert_int_equal(hkv_check(p), 0);
+	/* a unit page not marked */
+	xi_set_range(x0->in_unit, a.start + 9 - x0->base, 1, false);
+	assert_int_equal(hkv_check(p), -EUCLEAN);
+	xi_set_range(x0->in_unit, a.start + 9 - x0->base, 1, true);
+	assert_int_equal(hkv_check(p), 0);
+	/* two units over one page (forged: unit 2 claims a page of unit 1) */
+	{	/* no API can do this */
+		struct hkv_extent *e = &p->res->lru[1].head->ext[0];
+		uint64_t old = e->start;
+
+		e->start = a.start;	/* lane 0 pages, marked by unit 1 */
+		assert_int_equal(hkv_check(p), -EUCLEAN);
+		e->start = old;
+	}
+	/* the failed checks gave back every bit: all is as before */
+	assert_int_equal(hkv_check(p), 0);
+	assert_int_equal(hkv_free(p, &a, 1), -EBUSY);
+	assert_int_equal(hkv_free(p, &loose, 1), 0);
+	assert_int_equal(hkv_unit_remove(p, 1, HKV_UNIT_FREE), 0);
+	assert_int_equal(hkv_unit_remove(p, 2, HKV_UNIT_FREE), 0);
+	assert_int_equal(hkv_available(p), 200);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_split_pinned),
 		cmocka_unit_test(test_cross_lane),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_check_units),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
