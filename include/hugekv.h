@@ -160,10 +160,51 @@ struct hkv_region_stats {
 
 /**
  * struct hkv_stats - a snapshot of a pool
- *
- * The caller sets @sz to sizeof(struct hkv_stats); fields past a smaller
- * @sz are not written. Free-extent counts are per lane (extents never merge
- * across a lane or chunk boundary).
+ * @sz: set by the caller to sizeof(struct hkv_stats); fields past a
+ *	smaller @sz are not written
+ * @npages: pages in the pool
+ * @free_pages: free pages now
+ * @free_extents: free extents, counted per lane (extents never merge across
+ *	a lane or chunk boundary)
+ * @largest_free_extent: pages in the largest free extent of any lane
+ * @nlanes: lanes of the pool
+ * @page_bytes: bytes per KV page (0: index-only)
+ * @units: cache units
+ * @unit_pages: pages held by units
+ * @pinned_units: units with a pin count above zero
+ * @pinned_pages: pages of pinned units
+ * @allocs: successful hkv_alloc()/hkv_alloc_lanes() calls
+ * @alloc_failures: failed ones
+ * @frees: successful hkv_free() calls
+ * @extents_returned: extents handed out by all allocations
+ * @multi_extent_allocs: allocations answered with more than one extent
+ * @pages_allocated: pages handed out
+ * @pages_freed: pages given back (frees and evictions)
+ * @evictions: units evicted
+ * @evicted_pages: pages they held
+ * @eviction_runs: planned eviction runs
+ * @evict_failures: runs that could not reach their target
+ * @extents_per_alloc: running mean of extents per allocation
+ * @multi_extent_share: @multi_extent_allocs / @allocs
+ * @ufi_size: the request sizes r that @ufi is reported for
+ * @ufi: unusable free index UFI(r) for each of @ufi_size
+ * @lane_free_pages: free pages of each of the first HKV_STATS_LANES lanes
+ * @lane_free_extents: their free extents
+ * @lane_largest_free_extent: their largest free extent
+ * @backing: backing obtained, the worst over the regions (HKV_BACKING_*)
+ * @backing_wanted: backing asked for, after HUGEKV_BACKING
+ * @numa_node: node asked for, after HUGEKV_NODE
+ * @prefault_threads: prefault threads used (per segment, the most)
+ * @flags: pool flags, after HUGEKV_STRICT
+ * @arena_bytes: bytes mapped
+ * @arena_round_up_bytes: bytes mapped beyond npages * page_bytes
+ * @prefault_ns: time spent prefaulting
+ * @prefault_gbps: @arena_bytes / @prefault_ns
+ * @misplaced_pages: hugepages found on another node than asked
+ * @fallbacks: steps below the wanted backing, over all regions
+ * @metadata_bytes: the allocator's own bookkeeping
+ * @nregions: regions of the arena (hkv_regions())
+ * @region: backing obtained per region, the first HKV_STATS_REGIONS
  */
 struct hkv_stats {
 	size_t sz;
