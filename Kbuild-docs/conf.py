@@ -8,10 +8,14 @@ sys.path.insert(0, os.path.join(os.path.abspath(os.path.dirname(__file__)), "sph
 
 project = "hugekv"
 copyright = "hugekv authors"
-version = release = "0.1.0"
+# the one version number is the Makefile's
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Makefile")) as _mk:
+    version = release = next(l.split(":=")[1].strip() for l in _mk
+                             if l.startswith("VERSION"))
 extensions = ["kerneldoc"]
 kerneldoc_srctree = ".."          # `.. kernel-doc::` paths are from the tree
 primary_domain = "c"
+c_id_attributes = ["HKV_API", "HKV_XFER_API"]   # visibility macros before a declaration
 highlight_language = "none"
 master_doc = "index"
 exclude_patterns = ["_build", "sphinx"]

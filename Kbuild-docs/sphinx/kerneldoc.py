@@ -1,315 +1,168 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""kerneldoc.py - kernel-doc comments of a C header, for Sphinx and for
+"""kerneldoc.py - the kernel's own scripts/kernel-doc, for Sphinx and for
 `make check`.
 
-The kernel's scripts/kernel-doc is not installed here, so this is a small
-reader of the same comment format::
-
-    /**
-     * name() - one line
-     * @arg: what it is
-     *
-     * Body.
-     *
-     * Return: what it returns.
-     */
+The comment format and its checks are the kernel's: this file only runs
+scripts/kernel-doc (Debian's linux-kbuild-6.1 ships it; $KERNELDOC names
+another copy) and adds what kernel-doc cannot know about this project.
 
 As a Sphinx extension it provides ``.. kernel-doc:: include/hugekv.h`` with
-``:functions: a b c`` (default: everything), ``:doc: structs|functions|
-typedefs``. As a program, ``kerneldoc.py --check HEADER DOCDIR`` fails when
-an exported function (HKV_API) has no kernel-doc comment, documents an
-argument it does not take or misses one it takes, lacks ``Return:`` while
-returning a value, or is not named anywhere in DOCDIR/*.rst.
+``:functions: a b c`` (the kernel's directive and option), running
+``kernel-doc -rst -function a -function b ...`` and parsing its RST. A
+struct named like a function (struct hkv_stats, hkv_stats()) is shown
+under a rubric: Sphinx's C domain has one namespace for both.
+
+As a program, ``kerneldoc.py --check HEADER... DOCDIR`` fails when
+``kernel-doc -none -Werror`` reports anything for a header (undocumented
+arguments or members, excess ones, malformed comments), when an exported
+function (HKV_API) has no kernel-doc comment or returns a value without a
+``Return:`` section, or when a public function or struct is not listed in
+a ``:functions:`` option under DOCDIR.
 """
+import glob
 import os
 import re
+import subprocess
 import sys
 
-DOC_RE = re.compile(r"/\*\*\n(.*?)\*/\s*\n(.*?)(?=;|\{)", re.S)
-HEAD_RE = re.compile(r"^(?:(struct|union|enum|typedef)\s+)?([A-Za-z_]\w*)(\(\))?\s+-\s+(.*)$")
-SECT_RE = re.compile(r"^(Return|Returns|Context|Note|Example):\s*(.*)$")
+API_RE = re.compile(r"^HKV_(?:XFER_)?API\b[^;]*?\b(hkv_\w+)\s*\(", re.M | re.S)
+COMMENT_RE = re.compile(r"/\*\*\n(.*?)\*/", re.S)
+NAME_RE = re.compile(r"^\s*\*\s+(?:(struct|union|enum|typedef)\s+)?(\w+)(\(\))?\s+-\s")
 
 
-class Doc:
-    """one kernel-doc comment and the declaration after it"""
-
-    def __init__(self, kind, name, brief, params, body, sections, decl, line):
-        self.kind, self.name, self.brief = kind, name, brief
-        self.params, self.body, self.sections = params, body, sections
-        self.decl, self.line = decl, line
-
-    def args(self):
-        """argument names of a function or function-pointer typedef"""
-        m = re.search(r"\((.*)\)\s*(?:__attribute__.*)?$", self.decl.strip(), re.S)
-        if self.kind == "typedef":
-            m = re.search(r"\)\s*\((.*)\)\s*$", self.decl.strip(), re.S)
-        if not m or m.group(1).strip() in ("", "void"):
-            return []
-        out = []
-        for a in split_args(m.group(1)):
-            n = re.findall(r"[A-Za-z_]\w*", a.split("[")[0])
-            out.append(n[-1] if n else "")
-        return out
+def kernel_doc():
+    """path of the kernel's kernel-doc script"""
+    env = os.environ.get("KERNELDOC")
+    if env:
+        return env
+    found = sorted(glob.glob("/usr/lib/linux-kbuild-*/scripts/kernel-doc"))
+    if not found:
+        raise RuntimeError("kernel-doc: scripts/kernel-doc not found: install "
+                           "linux-kbuild-6.1 (apt-get install linux-kbuild-6.1) or set KERNELDOC")
+    return found[-1]
 
 
-def split_args(s):
-    depth, cur, out = 0, "", []
-    for c in s:
-        if c == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-            continue
-        depth += c == "("
-        depth -= c == ")"
-        cur += c
-    if cur.strip():
-        out.append(cur)
+def comments(text):
+    """{name: comment text} of every kernel-doc comment"""
+    out = {}
+    for m in COMMENT_RE.finditer(text):
+        first = m.group(1).split("\n", 1)[0]
+        n = NAME_RE.match(first)
+        if n:
+            out[n.group(2)] = (n.group(1) or ("function" if n.group(3) else "macro"),
+                               m.group(1), m.end())
     return out
 
 
-def parse_comment(text):
-    """(head match, params, body, sections) of the inside of a comment"""
-    lines = [re.sub(r"^\s*\* ?", "", ln) for ln in text.rstrip().split("\n")]
-    head = HEAD_RE.match(lines[0].strip()) if lines else None
-    params, body, sections, cur = [], [], [], None
-    for ln in lines[1:]:
-        pm = re.match(r"^@(\w+|\.\.\.):\s*(.*)$", ln)
-        sm = SECT_RE.match(ln)
-        if pm and cur in (None, "param"):
-            params.append([pm.group(1), pm.group(2)])
-            cur = "param"
-        elif sm:
-            sections.append([sm.group(1), sm.group(2)])
-            cur = "section"
-        elif cur == "param" and ln.strip() and ln[:1] in (" ", "\t"):
-            params[-1][1] += " " + ln.strip()
-        elif cur == "section" and ln.strip():
-            sections[-1][1] += "\n" + ln
-        elif cur == "section":
-            sections[-1][1] += "\n"
-        else:
-            cur = "body" if (ln.strip() or cur == "body") else cur
-            if cur == "body":
-                body.append(ln)
-    return head, params, "\n".join(body).strip(), sections
+def returns_value(text, name):
+    m = re.search(r"^HKV_(?:XFER_)?API\s+([^;(]*?)\b%s\s*\(" % re.escape(name), text, re.M)
+    return m is not None and not re.fullmatch(r"\s*void\s*", m.group(1))
 
 
-def parse(path):
-    """every kernel-doc comment of a header, in order"""
-    with open(path) as f:
-        src = f.read()
-    docs = []
-    for m in DOC_RE.finditer(src):
-        head, params, body, sections = parse_comment(m.group(1))
-        if not head:
-            continue
-        decl = m.group(2).strip()
-        kind = head.group(1) or ("function" if head.group(3) else "other")
-        docs.append(Doc(kind, head.group(2), head.group(4).strip(), params, body, sections,
-                        decl, src.count("\n", 0, m.start()) + 1))
-    return docs, src
+def listed(docdir):
+    """names in every :functions: option under docdir"""
+    names = set()
+    for path in glob.glob(os.path.join(docdir, "**", "*.rst"), recursive=True):
+        lines = open(path).read().split("\n")
+        for i, line in enumerate(lines):
+            m = re.match(r"\s*:functions:(.*)", line)
+            if not m:
+                continue
+            names.update(m.group(1).split())
+            for cont in lines[i + 1:]:
+                if not re.match(r"\s{4,}\S", cont) or re.match(r"\s*:", cont):
+                    break
+                names.update(cont.split())
+    return names
 
 
-def exported(src):
-    """names of the HKV_API functions the header declares"""
-    return re.findall(r"^HKV_API\b[^;(]*?\b(hkv_\w+)\s*\(", src, re.M)
+def check(headers, docdir):
+    errors, nfunc = [], 0
+    documented = listed(docdir)
+    for hdr in headers:
+        p = subprocess.run([kernel_doc(), "-none", "-Werror", hdr], capture_output=True,
+                           text=True)
+        if p.returncode or p.stdout.strip() or p.stderr.strip():
+            errors.append("%s: kernel-doc -none -Werror:\n%s%s" % (hdr, p.stdout, p.stderr))
+        text = open(hdr).read()
+        docs = comments(text)
+        for name in API_RE.findall(text):
+            nfunc += 1
+            if name not in docs:
+                errors.append("%s: %s() has no kernel-doc comment" % (hdr, name))
+                continue
+            if returns_value(text, name) and not re.search(r"^\s*\*\s*Return:", docs[name][1],
+                                                           re.M):
+                errors.append("%s: %s() returns a value but has no 'Return:' section"
+                              % (hdr, name))
+            if name not in documented:
+                errors.append("%s: %s() is not described in the core-api documentation "
+                              "(add it to a :functions: list under %s)" % (hdr, name, docdir))
+        for name, (kind, _, _) in docs.items():
+            if kind == "struct" and name not in documented:
+                errors.append("%s: struct %s is not described in the core-api documentation"
+                              % (hdr, name))
+    for e in errors:
+        print("kernel-doc check: " + e, file=sys.stderr)
+    if not errors:
+        print("docs-check: kernel-doc clean, %d public functions documented in %s"
+              % (nfunc, docdir))
+    return 1 if errors else 0
 
 
-def check(header, docdir):
-    """list of problems (strings); empty when docs and header agree"""
-    docs, src = parse(header)
-    byname = {d.name: d for d in docs}
-    rst = ""
-    for root, _, files in os.walk(docdir):
-        for fn in files:
-            if fn.endswith(".rst"):
-                with open(os.path.join(root, fn)) as f:
-                    rst += f.read()
-    probs = []
-    for fn in exported(src):
-        d = byname.get(fn)
-        if not d or d.kind != "function":
-            probs.append("%s: %s() has no kernel-doc comment ('/**' + ' * %s() - ...')"
-                         % (header, fn, fn))
-            continue
-        if fn not in d.decl:
-            probs.append("%s:%d: the comment of %s() is not right above its declaration"
-                         % (header, d.line, fn))
-        args = d.args()
-        documented = [p[0] for p in d.params]
-        for a in args:
-            if a not in documented:
-                probs.append("%s:%d: %s(): argument @%s is not documented"
-                             % (header, d.line, fn, a))
-        for a in documented:
-            if a not in args:
-                probs.append("%s:%d: %s(): documents @%s, which it does not take"
-                             % (header, d.line, fn, a))
-        returns_value = not re.match(r"^HKV_API\s+void\s+[^*]", d.decl)
-        if returns_value and not any(s[0].startswith("Return") for s in d.sections):
-            probs.append("%s:%d: %s() returns a value but has no 'Return:' section"
-                         % (header, d.line, fn))
-        if not re.search(r"\b%s\b" % re.escape(fn), rst):
-            probs.append("%s/: %s() is not described in the core-api documentation"
-                         % (docdir, fn))
-    return probs
+def rst(path, names):
+    """kernel-doc's RST for names (all when empty)"""
+    cmd = [kernel_doc(), "-rst", "-sphinx-version", "5.0.0"]
+    for n in names:
+        cmd += ["-function", n]
+    p = subprocess.run(cmd + [path], capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError("kernel-doc %s: %s" % (path, p.stderr))
+    text = open(path).read()
+    funcs = set(API_RE.findall(text))
+    # one C namespace: a struct named like a function becomes a rubric
+    def rubric(m):
+        if m.group(1) not in funcs:
+            return m.group(0)
+        return ".. rubric:: struct %s\n\n.. container:: kernel-doc\n" % m.group(1)
+    return re.sub(r"^\.\. c:struct:: (\w+)\n", rubric, p.stdout, flags=re.M)
 
-
-# ---- rendering ------------------------------------------------------------
-
-TOKEN_RE = re.compile(r"@(\w+)(->\w+)*|%(\w+)|\b(\w+)\(\)|(\S)", re.S)
-
-
-def inline(text):
-    """kernel-doc prose to RST: @arg and %CONST literal, func() linked, the
-    rest with RST's special characters escaped"""
-    out = []
-    pos = 0
-    for m in re.finditer(r"@(\w+(?:->\w+)*)|%(\w+)|\b(hkv_\w+)\(\)|\b(\w*_\w*\*?)", text):
-        out.append(escape(text[pos:m.start()]))
-        if m.group(1):
-            out.append("``%s``" % m.group(1))
-        elif m.group(2):
-            out.append("``%s``" % m.group(2))
-        elif m.group(3):
-            out.append(":c:func:`%s`" % m.group(3))
-        else:
-            out.append("``%s``" % m.group(4))
-        pos = m.end()
-    out.append(escape(text[pos:]))
-    return "".join(out)
-
-
-def escape(s):
-    for c in "\\*`|_":
-        s = s.replace(c, "\\" + c)
-    return s
-
-
-def c_decl(decl):
-    d = re.sub(r"\bHKV_API\s+", "", decl)
-    d = re.sub(r"__attribute__\s*\(\(.*?\)\)", "", d)
-    return " ".join(d.split())
-
-
-def indent(text, n=3):
-    return "\n".join((" " * n + ln) if ln.strip() else "" for ln in text.split("\n"))
-
-
-def render(d, src_struct=None, functions=()):
-    """RST for one Doc; a struct named like a function (struct hkv_stats,
-    hkv_stats()) gets a rubric: Sphinx's C domain has one namespace"""
-    out = []
-    if d.kind in ("struct", "union") and d.name in functions:
-        out += [".. rubric:: %s %s" % (d.kind, d.name), "", ".. container:: kernel-doc", ""]
-    elif d.kind == "function":
-        out.append(".. c:function:: " + c_decl(d.decl))
-    elif d.kind == "typedef":
-        m = re.search(r"\(\s*\*\s*(\w+)\s*\)", d.decl)
-        out.append(".. c:type:: " + (m.group(1) if m else d.name))
-    elif d.kind in ("struct", "union", "enum"):
-        out.append(".. c:%s:: %s" % (d.kind, d.name))
-    else:
-        out.append(".. c:macro:: " + d.name)
-    out.append("")
-    out.append(indent(inline(d.brief)))
-    out.append("")
-    if d.kind == "typedef":
-        out += [indent("``%s``" % c_decl(d.decl)), ""]
-    if src_struct:
-        out += [indent("::"), "", indent(src_struct, 6), ""]
-    if d.params:
-        out += [indent("**%s**" % ("Members" if d.kind in ("struct", "union") else
-                                   "Parameters")), ""]
-        for name, desc in d.params:
-            out += [indent("``%s``" % name), indent(inline(desc), 5), ""]
-    if d.body:
-        out += [indent("**Description**"), "", indent(inline(d.body)), ""]
-    for name, text in d.sections:
-        out += [indent("**%s**" % ("Return" if name.startswith("Return") else name)), "",
-                indent(inline(text.strip())), ""]
-    return "\n".join(out)
-
-
-def struct_source(src, name):
-    m = re.search(r"^struct %s \{.*?^\};" % re.escape(name), src, re.M | re.S)
-    return m.group(0) if m else None
-
-
-def render_all(header, names=None, kinds=None):
-    docs, src = parse(header)
-    out = []
-    for d in docs:
-        if names and d.name not in names:
-            continue
-        if kinds and d.kind not in kinds:
-            continue
-        out.append(render(d, struct_source(src, d.name) if d.kind == "struct" else None,
-                          {x.name for x in docs if x.kind == "function"}))
-    if names:
-        missing = set(names) - {d.name for d in docs}
-        if missing:
-            raise ValueError("kernel-doc: %s: no comment for %s" %
-                             (header, ", ".join(sorted(missing))))
-    return "\n".join(out)
-
-
-# ---- Sphinx ---------------------------------------------------------------
 
 def setup(app):
-    from docutils import nodes
     from docutils.parsers.rst import Directive, directives
     from docutils.statemachine import ViewList
     from sphinx.util.nodes import nested_parse_with_titles
+    from docutils import nodes
 
     class KernelDoc(Directive):
         required_arguments = 1
-        option_spec = {"functions": directives.unchanged,
-                       "doc": directives.unchanged}
+        option_spec = {"functions": directives.unchanged}
 
         def run(self):
             env = self.state.document.settings.env
             top = os.path.abspath(os.path.join(env.srcdir, app.config.kerneldoc_srctree))
             path = os.path.join(top, self.arguments[0])
             env.note_dependency(path)
-            names = self.options.get("functions", "").split() or None
-            kinds = self.options.get("doc", "").split() or None
-            kinds = [{"functions": "function", "structs": "struct",
-                      "typedefs": "typedef"}.get(k, k) for k in kinds] if kinds else None
-            try:
-                text = render_all(path, names, kinds)
-            except (OSError, ValueError) as e:
-                return [self.state.document.reporter.error(str(e), line=self.lineno)]
-            vl = ViewList()
-            for i, ln in enumerate(text.split("\n")):
-                vl.append(ln, path, i)
+            out = rst(path, self.options.get("functions", "").split())
+            lines = ViewList()
+            for i, line in enumerate(out.split("\n")):
+                lines.append(line, path, i)
             node = nodes.section()
             node.document = self.state.document
-            nested_parse_with_titles(self.state, vl, node)
+            nested_parse_with_titles(self.state, lines, node)
             return node.children
 
     app.add_config_value("kerneldoc_srctree", "..", "env")
     app.add_directive("kernel-doc", KernelDoc)
-    return {"version": "1", "parallel_read_safe": True}
-
-
-def main(argv):
-    if len(argv) == 4 and argv[1] == "--check":
-        probs = check(argv[2], argv[3])
-        for p in probs:
-            print("docs-check: " + p, file=sys.stderr)
-        n = len(exported(parse(argv[2])[1]))
-        if not probs:
-            print("docs-check: %d public functions of %s documented and in %s" %
-                  (n, argv[2], argv[3]))
-        return 1 if probs else 0
-    if len(argv) >= 3 and argv[1] == "--rst":
-        print(render_all(argv[2], argv[3:] or None))
-        return 0
-    print("usage: kerneldoc.py --check HEADER DOCDIR | --rst HEADER [NAME...]",
-          file=sys.stderr)
-    return 2
+    return {"parallel_read_safe": True}
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    if len(sys.argv) >= 4 and sys.argv[1] == "--check":
+        sys.exit(check(sys.argv[2:-1], sys.argv[-1]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--rst":
+        print(rst(sys.argv[2], sys.argv[3:]))
+        sys.exit(0)
+    print("usage: kerneldoc.py --check HEADER... DOCDIR | --rst HEADER [NAME...]",
+          file=sys.stderr)
+    sys.exit(2)
