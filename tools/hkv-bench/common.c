@@ -4,11 +4,11 @@
  * hkv-bench (timing.c, json.c and sizes.c hold the rest of common.h).
  */
 #include <errno.h>
-#include <math.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/parse.h"
 #include "common.h"
 
 /* ---- RNG ---------------------------------------------------------------- */
@@ -46,51 +46,14 @@ uint64_t rng_next(struct rng *r)
 }
 
 /* ---- options ------------------------------------------------------------ */
-/**
- * parse_count() - parse "3.5M", "220G", "64K", "16384"
- * @s: the text
- * @binary: suffixes are powers of 1024 (bytes) instead of 1000 (counts)
- * @out: receives the value
- *
- * Return: 0, or -EINVAL for junk, a negative or a zero-free overflow.
- */
-int parse_count(const char *s, bool binary, uint64_t *out)
+int parse_count(const char *s, bool bytes, uint64_t *out)
 {
-	double base = binary ? 1024 : 1000, v, mul = 1;
-	char *end;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || v < 0 || !isfinite(v))
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': mul = base; end++; break;
-	case 'm': case 'M': mul = base * base; end++; break;
-	case 'g': case 'G': mul = base * base * base; end++; break;
-	case 't': case 'T': mul = base * base * base * base; end++; break;
-	}
-	if (*end == 'i' && binary)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	v *= mul;
-	if (*end || v > 1.8e19)
-		return -EINVAL;
-	*out = (uint64_t)(v + 0.5);
-	return 0;
+	return (bytes ? tool_parse_size(s, out) : tool_parse_count(s, out)) ? -EINVAL : 0;
 }
 
 int parse_double(const char *s, double lo, double hi, double *out)
 {
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= lo && v <= hi))
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return tool_parse_double(s, lo, hi, out) ? -EINVAL : 0;
 }
 
 const char *fmt_count(uint64_t v, char *buf, size_t len)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * common.h - helpers shared by hkv-bench subcommands: the per-call timer,
- * sample sets and percentiles, a tiny JSON writer, CSV files, a seeded RNG,
- * request-size distributions and option parsing.
+ * sample sets and percentiles, CSV files, a seeded RNG, request-size
+ * distributions and option parsing; the JSON writer, the number parser and
+ * the clock are the tools' own (tools/lib).
  */
 #ifndef HKV_BENCH_COMMON_H
 #define HKV_BENCH_COMMON_H
@@ -11,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "../lib/json_writer.h"
+#include "../lib/tool.h"
 
 #define HKV_BENCH_ARRAY(a) (sizeof(a) / sizeof((a)[0]))
 #define HKV_BENCH_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -46,7 +50,11 @@ struct timer_info {
 
 /* calibrate once; later calls return the cached result */
 const struct timer_info *timer_init(void);
-uint64_t now_ns(void);			/* CLOCK_MONOTONIC */
+/* CLOCK_MONOTONIC: the tools' one clock */
+static inline uint64_t now_ns(void)
+{
+	return tool_now_ns();
+}
 
 /* ---- samples and percentiles ------------------------------------------ */
 struct samples {
@@ -80,26 +88,9 @@ double samples_quantile_ns(const struct samples *s, double q);
 void lat_median(const struct lat *runs, unsigned n, struct lat *out);
 double median_d(double *v, unsigned n);
 
-/* ---- JSON writer: keeps track of commas and nesting ---------------------- */
-struct json {
-	FILE *f;
-	int depth;
-	bool first[16];
-};
-
-void json_begin(struct json *j, FILE *f);
-void json_end(struct json *j);		/* closes the top object, newline */
-void json_obj(struct json *j, const char *key);	/* key NULL inside arrays */
-void json_obj_end(struct json *j);
-void json_arr(struct json *j, const char *key);
-void json_arr_end(struct json *j);
-void json_u64(struct json *j, const char *key, uint64_t v);
-void json_dbl(struct json *j, const char *key, double v);
-void json_str(struct json *j, const char *key, const char *v);
-void json_bool(struct json *j, const char *key, bool v);
+/* ---- JSON: the tools' writer (tools/lib/json_writer.h) ----------------- */
+/* a latency summary as {"n": .., "mean": .., "p50": .., ...} */
 void json_lat(struct json *j, const char *key, const struct lat *l);
-/* the key; the caller then writes one JSON value to j->f */
-void json_key(struct json *j, const char *key);
 
 /* ---- CSV ---------------------------------------------------------------- */
 /* opens DIR/NAME for writing (DIR created); prints why on failure */
@@ -142,8 +133,11 @@ void bits_fill(uint64_t *b, uint64_t start, uint64_t len, bool set);
 bool bits_all(const uint64_t *b, uint64_t start, uint64_t len, bool set);
 
 /* ---- options ------------------------------------------------------------ */
-/* "3.5M" -> 3500000 (k/m/g = 10^3..), "64K" bytes -> 65536 with binary=true */
-int parse_count(const char *s, bool binary, uint64_t *out);
+/* the tools' parser (tools/lib/parse.h): a count, "3.5M" -> 3500000
+ * (K/M/G/T powers of 1000), or with @bytes a size, "64K" -> 65536 (powers
+ * of 1024); -EINVAL for anything else, @out unchanged */
+int parse_count(const char *s, bool bytes, uint64_t *out);
+/* a finite number in [lo, hi]; -EINVAL otherwise */
 int parse_double(const char *s, double lo, double hi, double *out);
 /* "3.5M" style for humans */
 const char *fmt_count(uint64_t v, char *buf, size_t len);

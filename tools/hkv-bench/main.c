@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../lib/tool.h"
 #include "bench.h"
 
 int bench_prefault(int argc, char **argv) __attribute__((weak));
@@ -44,6 +45,8 @@ int main(int argc, char **argv)
 	};
 	size_t n = sizeof(cmds) / sizeof(cmds[0]);
 
+	if (argc >= 2 && !strcmp(argv[1], "--version"))
+		return tool_version("hkv-bench");
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout, cmds, n);
 		return argc < 2 ? 2 : 0;

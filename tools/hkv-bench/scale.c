@@ -53,7 +53,7 @@ static int scale_args(struct scale *s, int *argc, char **argv)
 			argv[out++] = argv[i];
 			continue;
 		}
-		if (i + 1 == *argc || parse_count(argv[i + 1], true, dst) ||
+		if (i + 1 == *argc || parse_count(argv[i + 1], false, dst) ||
 		    *dst < 1024 || *dst > (1ull << 31)) {
 			fprintf(stderr, "hkv-bench: %s wants 1K .. 2G pages\n", argv[i]);
 			return -EINVAL;

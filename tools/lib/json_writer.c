@@ -78,34 +78,19 @@ void json_write_string(FILE *f, const char *s, size_t n)
 	fputc('"', f);
 }
 
-static void json_start(struct json *j, FILE *f, bool pretty)
+void json_begin(struct json *j, FILE *f)
 {
 	memset(j, 0, sizeof(*j));
 	j->f = f;
-	j->pretty = pretty;
 	j->open[0] = '{';
 	j->first[0] = true;
 	fputc('{', f);
 }
 
-void json_begin(struct json *j, FILE *f)
-{
-	json_start(j, f, false);
-}
-
-void json_begin_pretty(struct json *j, FILE *f)
-{
-	json_start(j, f, true);
-}
-
 void json_key(struct json *j, const char *key)
 {
 	if (!j->first[j->depth])
-		fputc(',', j->f);
-	if (j->pretty)
-		fprintf(j->f, "\n%*s", 2 * (j->depth + 1), "");
-	else if (!j->first[j->depth])
-		fputc(' ', j->f);
+		fputs(", ", j->f);
 	j->first[j->depth] = false;
 	if (key) {
 		json_write_string(j->f, key, strlen(key));
@@ -135,11 +120,7 @@ void json_arr(struct json *j, const char *key)
 
 static void json_close_level(struct json *j)
 {
-	char c = j->open[j->depth] == '[' ? ']' : '}';
-
-	if (j->pretty && !j->first[j->depth])
-		fprintf(j->f, "\n%*s", 2 * j->depth, "");
-	fputc(c, j->f);
+	fputc(j->open[j->depth] == '[' ? ']' : '}', j->f);
 	if (j->depth > 0)
 		j->depth--;
 }

@@ -11,8 +11,8 @@
  * truncated name) becomes U+FFFD, so a parser never sees invalid UTF-8.
  * Numbers: integers exactly; doubles with %.6g, NaN and infinities as null.
  *
- * Layouts: compact ({"a": 1, "b": [1, 2]}, one line, what a grep or a
- * shell test reads) or pretty (one member per line, indented by two).
+ * Layout: one line, members separated by ", " and keys by ": "
+ * ({"a": 1, "b": [1, 2]}), so a shell test can grep a top-level key.
  */
 #ifndef HKV_TOOLS_JSON_WRITER_H
 #define HKV_TOOLS_JSON_WRITER_H
@@ -27,14 +27,12 @@
 struct json {
 	FILE *f;
 	int depth;
-	bool pretty;
 	char open[JSON_MAX_DEPTH];	/* '{' or '[' per level */
 	bool first[JSON_MAX_DEPTH];	/* nothing written at this level yet */
 };
 
-/* open the top-level object on @f; json_begin_pretty() one member a line */
+/* open the top-level object on @f */
 void json_begin(struct json *j, FILE *f);
-void json_begin_pretty(struct json *j, FILE *f);
 /* close every open level and the top object, newline, flush */
 void json_end(struct json *j);
 
