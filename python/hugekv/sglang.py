@@ -12,13 +12,14 @@ allocator's device where it has one).
 HostTensorAllocator fills SGLang's host-tensor allocator slot with tensors
 over hugekv memory pools (hugepages, NUMA-bound, prefaulted).
 """
+import errno
 import os
 import threading
 
 import numpy as np
 
 from . import tokens as _tok
-from ._lib import OutOfPages
+from ._lib import Error, OutOfPages
 from .pool import Pool
 
 _DOUBLE_FREE = "Double-free detected: slots not currently allocated: {}."
@@ -51,7 +52,7 @@ def _one_run(indices, ps):
     if type(indices).__module__ != "torch" or indices.dim() != 1 or indices.device.type != "cpu":
         return None
     n = indices.numel()
-    if n == 0 or n % ps or indices.dtype.is_floating_point:
+    if n == 0 or n % ps or indices.dtype.is_floating_point or str(indices.dtype) == "torch.bool":
         return None
     first = int(indices[0])
     if first % ps or first < 0:
@@ -145,7 +146,9 @@ class HostPoolMixin:
             try:
                 pool.free(ext)
                 return int(ext[:, 1].sum()) * ps
-            except Exception:
+            except Error as e:
+                if e.errno != errno.EINVAL:
+                    raise
                 if tok is None:
                     tok = _to_np(indices)
                 pages = tok.reshape(-1, ps)[:, 0] // ps if ps > 1 else tok
@@ -316,7 +319,8 @@ class DevicePoolMixin:
         return out.astype(np.int64)
 
     def free(self, free_index):
-        if free_index is None or free_index.numel() == 0:
+        if free_index is None or (free_index.numel() if hasattr(free_index, "numel")
+                                  else np.size(free_index)) == 0:
             return
         if not self.is_not_in_free_group:
             self.free_group.append(free_index)
@@ -328,7 +332,9 @@ class DevicePoolMixin:
                              f"or the padded slot 0: pages {pages[(pages <= 0) | (pages >= self._hkv_pool.npages)].tolist()}")
         try:
             self._hkv_pool.free(_tok.pages_to_extents(pages))
-        except Exception:
+        except Error as e:
+            if e.errno != errno.EINVAL:
+                raise
             bad = _not_allocated(self._hkv_pool, pages)
             raise AssertionError(_DOUBLE_FREE.format(bad.tolist())) from None
 

@@ -108,7 +108,7 @@ def test_free_errors_change_nothing():
 def test_free_accepts_lists_torch_and_subranges():
     torch = pytest.importorskip("torch")
     with hugekv.Pool(100) as p:
-        e = p.alloc(40)
+        assert p.alloc(40).tolist() == [[0, 40]]
         p.free([[0, 10]])
         p.free(torch.tensor([[10, 10]]))
         p.free(np.array([[20, 20]], dtype=np.int32))

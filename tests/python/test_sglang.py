@@ -11,12 +11,10 @@ SGLang's own allocator and host-pool tests check, written anew.
 import abc
 import threading
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-import hugekv
 from hugekv.sglang import DevicePoolMixin, HostPoolMixin, HostTensorAllocator
 from conftest import need_2m
 
