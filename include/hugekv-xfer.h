@@ -75,6 +75,7 @@ struct hkv_xfer_peer;
 
 /* hkv_xfer_opts.flags */
 #define HKV_XFER_NO_WAIT_IDLE	(1u << 0)	/* never sleep while waiting: spin */
+#define HKV_XFER_RMA		(1u << 1)	/* one-sided data path (see above) */
 
 /* hkv_xfer_req.flags */
 #define HKV_XFER_PER_PAGE	(1u << 0)	/* one operation per page (comparison) */
@@ -98,7 +99,8 @@ struct hkv_xfer_peer;
  *	(0 = 10000; -1 = none for accept only, transfers are always bounded)
  * @reg_chunk_bytes: split each region into registrations of at most this
  *	many bytes, rounded down to whole KV pages (0 = one per region)
- * @flags: HKV_XFER_NO_WAIT_IDLE
+ * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_RMA (this endpoint's transfers use
+ *	ucp_put_nbx/ucp_get_nbx; default: two-sided active messages)
  * @max_grants: grants one peer may hold on this endpoint at once (0 = 1024)
  */
 struct hkv_xfer_opts {

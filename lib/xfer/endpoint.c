@@ -21,7 +21,7 @@ static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 
 	if (!o)
 		o = &def;
-	if (o->sz < sizeof(*o) || o->timeout_ms < -1 || o->flags & ~HKV_XFER_NO_WAIT_IDLE)
+	if (o->sz < sizeof(*o) || o->timeout_ms < -1 || o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA))
 		return -EINVAL;
 	if (o->reg_chunk_bytes && o->reg_chunk_bytes < x->page_bytes)
 		return -EINVAL;
@@ -90,6 +90,8 @@ HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *o
 	if (err)
 		goto free_x;
 	err = xf_am_init(x);
+	if (!err)
+		err = xf_datapath_init(x);
 	if (err)
 		goto ucx_fini;
 	err = xf_reg_create(x);

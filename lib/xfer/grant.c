@@ -8,6 +8,8 @@
  * units it owns). RELEASE, or the connection's failure, ends the grant and
  * tells the application how the transfer ended.
  */
+#include <stddef.h>
+
 #include "internal.h"
 
 static int grant_check(struct hkv_xfer_peer *p, const struct xf_wire_grant_req *rq)
@@ -43,9 +45,13 @@ static int grant_add(struct hkv_xfer_peer *p, const struct xf_wire_grant_req *rq
 		return -ENOMEM;
 	}
 	memcpy(g->ext, rq->ext, rq->n * sizeof(*g->ext));
+	memset(&g->pending, 0, sizeof(*g) - offsetof(struct xf_grant, pending));
+	g->peer = p;
 	g->id = rq->id;
 	g->op = rq->op;
 	g->n = rq->n;
+	for (unsigned i = 0; i < rq->n; i++)
+		g->bytes_expected += rq->ext[i].len * p->x->page_bytes;
 	g->next = p->grants;
 	p->grants = g;
 	p->ngrants++;
@@ -117,33 +123,109 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
 	const struct xf_wire_result *rl = buf;
-	struct xf_grant **gp, *g;
+	struct xf_grant *g;
 
 	if (!xf_wire_hdr_ok(buf, len, sizeof(*rl), XF_AM_RELEASE) || len != sizeof(*rl)) {
 		xf_peer_fail(p, -EPROTO);
 		return;
 	}
-	for (gp = &p->grants; (g = *gp); gp = &g->next)
-		if (g->id == rl->id) {
-			*gp = g->next;
-			grant_end(p, g, rl->result > 0 ? -EIO : rl->result);
+	for (g = p->grants; g; g = g->next)
+		if (g->id == rl->id && !g->released && !g->ended) {
+			g->released = true;
+			if (!g->result)
+				g->result = rl->result > 0 ? -EIO : rl->result;
+			/* two-sided put: every byte must have come before RELEASE */
+			if (!g->result && rl->nops && g->op == HKV_XFER_OP_PUT)
+				g->answer = true;	/* the initiator waits for DONE */
 			return;
 		}
 	xf_log(3, "peer %llu: release of unknown grant %llu", (unsigned long long)p->id,
 	       (unsigned long long)rl->id);
 }
 
+struct xf_grant *xf_grant_find(struct hkv_xfer_peer *p, uint64_t id, unsigned op)
+{
+	struct xf_grant *g;
+
+	for (g = p->grants; g; g = g->next)
+		if (g->id == id)
+			return g->op == op ? g : NULL;
+	return NULL;
+}
+
+/* [page, page + npages) inside one extent of the grant */
+bool xf_grant_covers(const struct xf_grant *g, uint64_t page, uint64_t npages)
+{
+	unsigned i;
+
+	if (!npages)
+		return false;
+	for (i = 0; i < g->n; i++)
+		if (page >= g->ext[i].start && page - g->ext[i].start < g->ext[i].len &&
+		    npages <= g->ext[i].len - (page - g->ext[i].start))
+			return true;
+	return false;
+}
+
+/* a released or failed grant whose pages nothing uses any more: end it */
+static void grant_finish(struct hkv_xfer_peer *p, struct xf_grant *g)
+{
+	bool answer = g->answer;
+	int result = g->result;
+
+	if (answer && !result && g->bytes_done != g->bytes_expected)
+		result = -EIO;		/* a put that lost bytes */
+	if (answer && p->state == XF_PEER_READY) {
+		struct xf_wire_result d = { .id = g->id, .result = result };
+		int err;
+
+		xf_wire_hdr_set(&d.h, XF_AM_DONE);
+		err = xf_am_send(p, XF_AM_DONE, &d, sizeof(d));
+		if (err)
+			result = err;
+	}
+	grant_end(p, g, result);
+}
+
 /**
- * xf_grants_end() - end every grant a peer holds (its connection ended)
+ * xf_grants_poll() - end grants that are released (or failed) and idle
+ * @x: the endpoint
+ */
+void xf_grants_poll(struct hkv_xfer *x)
+{
+	struct hkv_xfer_peer *p;
+	struct xf_grant **gp, *g;
+
+	for (p = x->peers; p; p = p->next)
+		for (gp = &p->grants; (g = *gp);) {
+			if ((g->released || g->ended) && !g->pending) {
+				*gp = g->next;
+				grant_finish(p, g);
+				continue;
+			}
+			gp = &g->next;
+		}
+}
+
+/**
+ * xf_grants_end() - end every grant a peer holds (its connection ended);
+ *	grants whose pages a receive or send still uses end once it completes
  * @p: the peer
  * @err: the result the application sees
  */
 void xf_grants_end(struct hkv_xfer_peer *p, int err)
 {
-	struct xf_grant *g;
+	struct xf_grant **gp, *g;
 
-	while ((g = p->grants)) {
-		p->grants = g->next;
-		grant_end(p, g, err);
+	for (gp = &p->grants; (g = *gp);) {
+		g->ended = true;
+		g->result = err;
+		g->answer = false;
+		if (!g->pending) {
+			*gp = g->next;
+			grant_end(p, g, err);
+			continue;
+		}
+		gp = &g->next;
 	}
 }

@@ -90,9 +90,15 @@ struct xf_rreg {
 
 struct xf_grant {
 	struct xf_grant *next;
+	struct hkv_xfer_peer *peer;
 	uint64_t id;
 	unsigned op, n;
 	struct hkv_extent *ext;
+	/* two-sided data path: receives/sends still using the pages */
+	unsigned pending;
+	uint64_t bytes_done, bytes_expected;
+	bool released, ended, answer;	/* answer: a two-sided put, send DONE */
+	int result;			/* RELEASE's result, or the failure */
 };
 
 struct xf_msg {
@@ -122,12 +128,24 @@ struct hkv_xfer_peer {
 	struct xf_stats st;
 };
 
+/* the header of a two-sided data message (DATA, GET_REQ, GET_REP) */
+struct xf_wire_data {
+	uint32_t magic;
+	uint16_t version, kind;
+	uint64_t id;			/* grant = transfer id */
+	uint64_t page, npages;		/* the target's pages */
+	uint32_t op;			/* index in the transfer */
+	int32_t result;
+};
+
 /* one UCX operation of a transfer */
 struct xf_op {
 	char *laddr;
-	uint64_t raddr, bytes;
+	uint64_t raddr, bytes, rpage;
 	ucp_mem_h memh;
 	ucp_rkey_h rkey;
+	struct xf_wire_data hdr;	/* lives until the transfer is freed */
+	bool landed;			/* a get's data arrived */
 };
 
 enum { XF_TX_GRANT, XF_TX_DATA, XF_TX_FLUSH, XF_TX_ENDED };
@@ -146,7 +164,7 @@ struct xf_tx {
 	unsigned nunits;
 	uint64_t pages, bytes;
 	uint64_t t_submit, t_grant, deadline;
-	bool granted, collect;
+	bool granted, collect, am, wait_done, released;
 	hkv_xfer_done_fn done;
 	void *ctx;
 };
@@ -200,7 +218,8 @@ void xf_rregs_destroy(struct hkv_xfer_peer *p);
 
 /* ---- msg.c -------------------------------------------------------------- */
 
-enum { XF_AM_HELLO = 0x4b31, XF_AM_GRANT_REQ, XF_AM_GRANT_REP, XF_AM_RELEASE };
+enum { XF_AM_HELLO = 0x4b31, XF_AM_GRANT_REQ, XF_AM_GRANT_REP, XF_AM_RELEASE,
+       XF_AM_DATA, XF_AM_GET_REQ, XF_AM_GET_REP, XF_AM_DONE };
 #define XF_MAGIC	0x564b4858u	/* "XHKV" */
 #define XF_VERSION	1
 
@@ -216,10 +235,11 @@ struct xf_wire_grant_req {
 	struct hkv_extent ext[];
 };
 
-struct xf_wire_result {		/* GRANT_REP and RELEASE */
+struct xf_wire_result {		/* GRANT_REP, RELEASE, DONE */
 	struct xf_wire_hdr h;
 	uint64_t id;
-	int32_t result, pad;
+	int32_t result;
+	uint32_t nops;			/* RELEASE: operations sent */
 };
 
 int xf_am_init(struct hkv_xfer *x);
@@ -254,6 +274,16 @@ int xf_plan(const struct hkv_xfer *x, const struct hkv_xfer_peer *p,
 void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_grants_end(struct hkv_xfer_peer *p, int err);
+struct xf_grant *xf_grant_find(struct hkv_xfer_peer *p, uint64_t id, unsigned op);
+bool xf_grant_covers(const struct xf_grant *g, uint64_t page, uint64_t npages);
+void xf_grants_poll(struct hkv_xfer *x);
+
+/* ---- datapath.c ----------------------------------------------------------- */
+
+int xf_datapath_init(struct hkv_xfer *x);
+void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx);
+void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_on_done(struct hkv_xfer_peer *p, const void *buf, size_t len);
 
 /* ---- transfer.c --------------------------------------------------------- */
 

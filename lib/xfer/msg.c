@@ -67,7 +67,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 int xf_am_init(struct hkv_xfer *x)
 {
 	static const unsigned ids[] = { XF_AM_HELLO, XF_AM_GRANT_REQ, XF_AM_GRANT_REP,
-					XF_AM_RELEASE };
+					XF_AM_RELEASE, XF_AM_GET_REQ, XF_AM_DONE };
 	unsigned i;
 
 	x->inbox = NULL;
@@ -161,6 +161,12 @@ static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
 		break;
 	case XF_AM_RELEASE:
 		xf_on_release(p, m->data, m->len);
+		break;
+	case XF_AM_GET_REQ:
+		xf_on_get_req(p, m->data, m->len);
+		break;
+	case XF_AM_DONE:
+		xf_on_done(p, m->data, m->len);
 		break;
 	default:
 		xf_log(0, "peer %llu: malformed control message: connection closed",

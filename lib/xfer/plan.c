@@ -193,6 +193,8 @@ int xf_plan(const struct hkv_xfer *x, const struct hkv_xfer_peer *p,
 		op.laddr = lr->base + (lp - lr->first_page) * pb;
 		op.raddr = rr->addr + (rp - rr->first_page) * pb;
 		op.bytes = run * pb;
+		op.rpage = rp;
+		op.landed = false;
 		op.memh = lr->memh;
 		op.rkey = rr->rkey;
 		if (!per_page && n && o[n - 1].memh == op.memh && o[n - 1].rkey == op.rkey &&

@@ -39,6 +39,7 @@ static unsigned step(struct hkv_xfer *x)
 		xf_conn_reqs_accept(x);
 	if (x->inbox)
 		xf_inbox_drain(x);
+	xf_grants_poll(x);
 	xf_peers_reap(x);
 	if (x->txs) {
 		timeouts(x, xf_now_ns());

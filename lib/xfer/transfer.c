@@ -100,6 +100,7 @@ static struct xf_tx *tx_new(struct hkv_xfer_peer *p, const struct hkv_xfer_req *
 	tx->done = req->done;
 	tx->ctx = req->ctx;
 	tx->collect = !req->done;
+	tx->am = !(p->x->flags & HKV_XFER_RMA);
 	return tx;
 }
 
@@ -269,8 +270,12 @@ void xf_tx_issue(struct hkv_xfer *x)
 
 	for (tx = x->txs; tx && x->inflight < x->max_inflight; tx = tx->next)
 		while (tx->state == XF_TX_DATA && !tx->result && tx->next_op < tx->nops &&
-		       tx->peer->state == XF_PEER_READY && x->inflight < x->max_inflight)
-			op_post(x, tx);
+		       tx->peer->state == XF_PEER_READY && x->inflight < x->max_inflight) {
+			if (tx->am)
+				xf_op_post_am(x, tx);
+			else
+				op_post(x, tx);
+		}
 }
 
 /* a put is complete at the target only after a flush of the connection */
@@ -293,11 +298,13 @@ static void flush(struct xf_tx *tx)
 
 static void release(struct xf_tx *tx)
 {
-	struct xf_wire_result rl = { .id = tx->id, .result = tx->result };
+	struct xf_wire_result rl = { .id = tx->id, .result = tx->result,
+				     .nops = tx->am ? tx->next_op : 0 };
 	int err;
 
-	if (!tx->granted || tx->peer->state != XF_PEER_READY)
+	if (!tx->granted || tx->released || tx->peer->state != XF_PEER_READY)
 		return;			/* a failed connection ends the grant itself */
+	tx->released = true;
 	xf_wire_hdr_set(&rl.h, XF_AM_RELEASE);
 	err = xf_am_send(tx->peer, XF_AM_RELEASE, &rl, sizeof(rl));
 	if (err)
@@ -325,7 +332,15 @@ static bool tx_step(struct hkv_xfer *x, struct xf_tx *tx)
 		return tx->result ? (tx_end(x, tx), true) : false;
 	if (tx->state == XF_TX_DATA && tx->inflight == 0 &&
 	    (tx->result || tx->next_op == tx->nops)) {
-		if (!tx->result && tx->op == HKV_XFER_OP_PUT && tx->peer->state == XF_PEER_READY)
+		if (!tx->result && tx->am && tx->op == HKV_XFER_OP_PUT) {
+			/* two-sided put: done when the target says it has every byte */
+			release(tx);
+			tx->wait_done = tx->released;
+			tx->state = XF_TX_FLUSH;
+			return tx->wait_done ? false : (tx_end(x, tx), true);
+		}
+		if (!tx->result && !tx->am && tx->op == HKV_XFER_OP_PUT &&
+		    tx->peer->state == XF_PEER_READY)
 			flush(tx);
 		if (tx->state == XF_TX_DATA || tx->inflight == 0) {
 			tx_end(x, tx);
@@ -333,7 +348,7 @@ static bool tx_step(struct hkv_xfer *x, struct xf_tx *tx)
 		}
 		return false;
 	}
-	if (tx->state == XF_TX_FLUSH && tx->inflight == 0) {
+	if (tx->state == XF_TX_FLUSH && tx->inflight == 0 && (!tx->wait_done || tx->result)) {
 		tx_end(x, tx);
 		return true;
 	}
@@ -373,8 +388,20 @@ void xf_tx_advance(struct hkv_xfer *x)
 void xf_tx_fail_peer(struct hkv_xfer_peer *p, int err)
 {
 	struct xf_tx *tx;
+	unsigned i;
 
-	for (tx = p->x->txs; tx; tx = tx->next)
-		if (tx->peer == p && tx->state != XF_TX_ENDED && !tx->result)
+	for (tx = p->x->txs; tx; tx = tx->next) {
+		if (tx->peer != p || tx->state == XF_TX_ENDED)
+			continue;
+		if (!tx->result)
 			tx->result = err;
+		/* two-sided gets whose answer never came: nothing holds them */
+		if (tx->am && tx->op == HKV_XFER_OP_GET && tx->state == XF_TX_DATA)
+			for (i = 0; i < tx->next_op; i++)
+				if (!tx->ops[i].landed) {
+					tx->ops[i].landed = true;
+					tx->inflight--;
+					p->x->inflight--;
+				}
+	}
 }

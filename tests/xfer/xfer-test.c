@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xfer-test - libhugekv-xfer between two real processes on real UCX
+ * endpoints (loopback; UCX_TLS as the caller sets it) and real 2 MiB
+ * hugepage pools: puts and gets with every byte checked, the operation
+ * count of merged runs, registration chunks, every refusal before anything
+ * moves (local and at the target), connection refused, an injected
+ * registration failure, a target that stops (timeout), a target killed
+ * mid-transfer and an initiator killed mid-transfer. After each case both
+ * pools pass hkv_check() and no pin is left behind.
+ *
+ * The target runs in a child process: it allocates pages [0, TGT_ALLOC)
+ * as unit 1, leaves the rest free, refuses grants on [REFUSE_LO,
+ * REFUSE_HI) with -EACCES, pins unit 1 for every grant and checks the
+ * pattern of every put at its end. Its exit status is its verdict.
+ *
+ * usage: xfer-test [CASE...]   (default: all)
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hugekv.h"
+#include "hugekv-xfer.h"
+
+#define NPAGES		512		/* 32 MiB of 64 KiB pages per pool */
+#define PB		65536ull
+#define TGT_ALLOC	384
+#define REFUSE_LO	300
+#define REFUSE_HI	320
+
+static int failures;
+static unsigned xflags;	/* HKV_XFER_RMA for the *-rma cases */
+
+#define CHECK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+		failures++; \
+	} \
+} while (0)
+#define CHECK_EQ(a, b) do { \
+	long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) { \
+		fprintf(stderr, "  FAIL %s:%d: %s == %lld, want %lld\n", __FILE__, __LINE__, \
+			#a, _a, _b); \
+		failures++; \
+	} \
+} while (0)
+
+static struct hkv_pool *pool_new(uint64_t npages, uint64_t page_bytes)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = npages, .page_bytes = page_bytes,
+				   .backing = page_bytes ? HKV_BACKING_HUGE_2M : HKV_BACKING_NONE,
+				   .numa_node = -1, .flags = page_bytes ? HKV_POOL_STRICT : 0 };
+	struct hkv_pool *p;
+	int err = hkv_pool_create(&o, &p);
+
+	if (err) {
+		fprintf(stderr, "xfer-test: pool: %s (2 MiB hugepages reserved?)\n", hkv_strerror(err));
+		exit(77);
+	}
+	return p;
+}
+
+static void fill(struct hkv_pool *p, const struct hkv_extent *e, unsigned n, uint64_t salt)
+{
+	uint64_t k = 0, q, w;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		for (q = e[i].start; q < e[i].start + e[i].len; q++, k++) {
+			uint64_t *v = hkv_page_ptr(p, q);
+
+			for (w = 0; w < PB / 8; w++)
+				v[w] = salt ^ (k << 32) ^ w;
+		}
+}
+
+/* the number of pages of the extents that do not hold the pattern */
+static uint64_t bad_pages(struct hkv_pool *p, const struct hkv_extent *e, unsigned n, uint64_t salt)
+{
+	uint64_t k = 0, q, w, bad = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		for (q = e[i].start; q < e[i].start + e[i].len; q++, k++) {
+			const uint64_t *v = hkv_page_ptr(p, q);
+
+			for (w = 0; w < PB / 8; w++)
+				if (v[w] != (salt ^ (k << 32) ^ w)) {
+					bad++;
+					break;
+				}
+		}
+	return bad;
+}
+
+/* ---- the target process ----------------------------------------------- */
+
+struct target {
+	struct hkv_pool *pool;
+	unsigned begins, ends, ends_ok, bad, pinned;
+	int last_end;
+};
+
+static int tgt_access(void *ctx, struct hkv_xfer_peer *peer, unsigned event, unsigned op,
+		      const struct hkv_extent *ext, unsigned n, int result)
+{
+	struct target *t = ctx;
+	unsigned i;
+
+	(void)peer;
+	if (event == HKV_XFER_ACCESS_BEGIN) {
+		for (i = 0; i < n; i++)
+			if (ext[i].start < REFUSE_HI && ext[i].start + ext[i].len > REFUSE_LO)
+				return -EACCES;
+		if (hkv_unit_pin(t->pool, 1))
+			return -EIO;
+		t->begins++;
+		t->pinned++;
+		return 0;
+	}
+	t->ends++;
+	t->last_end = result;
+	if (hkv_unit_unpin(t->pool, 1))
+		t->bad++;
+	t->pinned--;
+	if (!result) {
+		t->ends_ok++;
+		/* the initiator's salt is the first word of the first page */
+		if (op == HKV_XFER_OP_PUT &&
+		    bad_pages(t->pool, ext, n, *(uint64_t *)hkv_page_ptr(t->pool, ext[0].start)))
+			t->bad++;
+	}
+	return 0;
+}
+
+/*
+ * Serve until the peer goes away; exit 0 when every grant ended, every
+ * put verified, unit 1 unpinned and removable, and the pool checks clean.
+ */
+static void target_main(int wfd, unsigned xopts_chunk, int prefill)
+{
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000,
+				   .reg_chunk_bytes = xopts_chunk };
+	struct target t = { 0 };
+	struct hkv_extent e;
+	struct hkv_xfer *x;
+	struct hkv_xfer_peer *p;
+	unsigned port;
+	int rc = 0;
+
+	t.pool = pool_new(NPAGES, PB);
+	if (hkv_alloc(t.pool, TGT_ALLOC, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &e, 1) != 1 ||
+	    e.start != 0 || hkv_unit_add(t.pool, 1, &e, 1))
+		_exit(10);
+	if (prefill)
+		fill(t.pool, &e, 1, 0x5151);
+	if (hkv_xfer_create(t.pool, &o, &x))
+		_exit(11);
+	hkv_xfer_set_access_fn(x, tgt_access, &t);
+	if (hkv_xfer_listen(x, "127.0.0.1:0", &port))
+		_exit(12);
+	if (write(wfd, &port, sizeof(port)) != sizeof(port))
+		_exit(13);
+	close(wfd);
+	if (hkv_xfer_accept(x, 10000, &p))
+		_exit(14);
+	while (!hkv_xfer_peer_error(p))
+		hkv_xfer_progress(x);
+	hkv_xfer_peer_close(p);
+	hkv_xfer_destroy(x);
+	if (t.begins != t.ends || t.pinned || t.bad)
+		rc = 20;
+	if (hkv_unit_remove(t.pool, 1, HKV_UNIT_FREE) || hkv_check(t.pool) ||
+	    hkv_available(t.pool) != NPAGES)
+		rc = 21;
+	if (rc)
+		fprintf(stderr, "  target: begins %u ends %u (ok %u) pinned %u bad %u last %d\n",
+			t.begins, t.ends, t.ends_ok, t.pinned, t.bad, t.last_end);
+	hkv_pool_destroy(t.pool);
+	_exit(rc);
+}
+
+static pid_t target_start(unsigned *port, unsigned chunk, int prefill)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds))
+		exit(1);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		target_main(fds[1], chunk, prefill);
+	}
+	close(fds[1]);
+	if (read(fds[0], port, sizeof(*port)) != sizeof(*port)) {
+		fprintf(stderr, "xfer-test: target did not start\n");
+		exit(1);
+	}
+	close(fds[0]);
+	return pid;
+}
+
+static int target_wait(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- the initiator's side ---------------------------------------------- */
+
+struct side {
+	struct hkv_pool *pool;
+	struct hkv_xfer *x;
+	struct hkv_xfer_peer *peer;
+	pid_t tgt;
+};
+
+static void side_open(struct side *s, unsigned chunk, int prefill)
+{
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000, .reg_chunk_bytes = chunk,
+				   .flags = xflags };
+	char addr[64];
+	unsigned port;
+	int err;
+
+	s->tgt = target_start(&port, chunk, prefill);
+	s->pool = pool_new(NPAGES, PB);
+	CHECK_EQ(hkv_xfer_create(s->pool, &o, &s->x), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	err = hkv_xfer_connect(s->x, addr, 0, &s->peer);
+	CHECK_EQ(err, 0);
+	if (err)
+		exit(1);
+	CHECK_EQ(hkv_xfer_peer_npages(s->peer), NPAGES);
+}
+
+static void side_close(struct side *s)
+{
+	hkv_xfer_peer_close(s->peer);
+	hkv_xfer_destroy(s->x);
+	CHECK_EQ(hkv_check(s->pool), 0);
+	CHECK_EQ(target_wait(s->tgt), 0);
+	hkv_pool_destroy(s->pool);
+}
+
+static int xfer(struct side *s, bool get, const struct hkv_extent *l, unsigned nl,
+		const struct hkv_extent *r, unsigned nr, unsigned flags, const uint64_t *units,
+		unsigned nunits)
+{
+	struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = l, .nlocal = nl, .remote = r,
+				   .nremote = nr, .flags = flags, .pin_units = units,
+				   .npin_units = nunits };
+	uint64_t id;
+	int err = get ? hkv_xfer_get(s->peer, &rq, &id) : hkv_xfer_put(s->peer, &rq, &id);
+
+	return err ? err : hkv_xfer_wait(s->x, id, 0);
+}
+
+static uint64_t ops_of(struct side *s)
+{
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+
+	hkv_xfer_stats(s->x, NULL, &st);
+	return st.ops;
+}
+
+/* puts and gets; ops = runs contiguous on both sides */
+static void case_basic(void)
+{
+	struct side s;
+	struct hkv_extent l[3], r[2], all = { 0, 96 };
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	uint64_t ops0, unit = 7;
+
+	side_open(&s, 0, 0);
+	CHECK_EQ(hkv_alloc(s.pool, 96, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &all, 1), 1);
+	CHECK_EQ(hkv_unit_add(s.pool, unit, &all, 1), 0);
+	/* local [0,10) [10,30) [40,50): two runs; remote [100,130) [200,210) */
+	l[0] = (struct hkv_extent){ 0, 10 };
+	l[1] = (struct hkv_extent){ 10, 20 };
+	l[2] = (struct hkv_extent){ 40, 10 };
+	r[0] = (struct hkv_extent){ 100, 30 };
+	r[1] = (struct hkv_extent){ 200, 10 };
+	fill(s.pool, l, 3, 0x1001);
+	ops0 = ops_of(&s);
+	CHECK_EQ(xfer(&s, false, l, 3, r, 2, 0, &unit, 1), 0);
+	CHECK_EQ(ops_of(&s) - ops0, 2);
+	/* remote split where local is contiguous: [0,30) -> [100,115) [150,165) */
+	l[0] = (struct hkv_extent){ 50, 30 };
+	r[0] = (struct hkv_extent){ 100, 15 };
+	r[1] = (struct hkv_extent){ 150, 15 };
+	fill(s.pool, l, 1, 0x1002);
+	ops0 = ops_of(&s);
+	CHECK_EQ(xfer(&s, false, l, 1, r, 2, 0, NULL, 0), 0);
+	CHECK_EQ(ops_of(&s) - ops0, 2);
+	/* per page: one operation per page */
+	ops0 = ops_of(&s);
+	CHECK_EQ(xfer(&s, false, l, 1, r, 2, HKV_XFER_PER_PAGE, NULL, 0), 0);
+	CHECK_EQ(ops_of(&s) - ops0, 30);
+	/* get it back into other local pages and compare every byte */
+	l[0] = (struct hkv_extent){ 0, 30 };
+	memset(hkv_page_ptr(s.pool, 0), 0, 30 * PB);
+	CHECK_EQ(xfer(&s, true, l, 1, r, 2, 0, &unit, 1), 0);
+	CHECK_EQ(bad_pages(s.pool, l, 1, 0x1002), 0);
+	CHECK_EQ(hkv_xfer_stats(s.x, NULL, &st), 0);
+	CHECK_EQ(st.transfers, 4);
+	CHECK_EQ(st.failures, 0);
+	CHECK_EQ(st.puts, 3);
+	CHECK_EQ(st.gets, 1);
+	CHECK(st.lat_p50_ns > 0 && st.lat_p99_ns >= st.lat_p50_ns && st.lat_max_ns >= st.lat_p99_ns);
+	CHECK_EQ(st.nslow, 4);
+	CHECK(st.slow[0].ns >= st.slow[3].ns);
+	/* the pin was released: the unit can go */
+	CHECK_EQ(hkv_unit_remove(s.pool, unit, 0), 0);
+	CHECK_EQ(hkv_free(s.pool, &all, 1), 0);
+	side_close(&s);
+}
+
+/* registration chunks of 8 pages on both sides cut runs at their borders */
+static void case_chunks(void)
+{
+	struct side s;
+	struct hkv_extent l = { 0, 40 }, r = { 4, 40 };
+	uint64_t ops0;
+
+	side_open(&s, 8 * PB, 0);
+	CHECK_EQ(hkv_xfer_nregs(s.x), NPAGES / 8);
+	CHECK_EQ(hkv_alloc(s.pool, 64, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	l.len = 40;
+	fill(s.pool, &l, 1, 0x2001);
+	ops0 = ops_of(&s);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+	/* local cuts at 8,16,24,32; remote at 8,16,24,32,40: 0-4-8-12-...-40 */
+	CHECK_EQ(ops_of(&s) - ops0, 10);
+	l.len = 64;
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
+}
+
+/* refused before anything moves: locally, and by the target */
+static void case_refused(void)
+{
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	struct side s;
+	struct hkv_extent a, l, r, big = { 0, NPAGES + 1 };
+	uint64_t unknown = 999, id;
+	struct hkv_xfer_req rq = { .sz = sizeof(rq) };
+
+	side_open(&s, 0, 1);
+	CHECK_EQ(hkv_alloc(s.pool, 64, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &a, 1), 1);
+	/* local pages free */
+	l = (struct hkv_extent){ 100, 4 };
+	r = (struct hkv_extent){ 0, 4 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EINVAL);
+	/* local out of range */
+	l = (struct hkv_extent){ NPAGES - 2, 4 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EINVAL);
+	/* zero-length extent, no extents, bad sz */
+	l = (struct hkv_extent){ 0, 0 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EINVAL);
+	CHECK_EQ(xfer(&s, false, &a, 0, &r, 1, 0, NULL, 0), -EINVAL);
+	CHECK_EQ(hkv_xfer_put(s.peer, &rq, &id), -EINVAL);
+	rq.sz = 8;
+	CHECK_EQ(hkv_xfer_put(s.peer, &rq, &id), -EINVAL);
+	/* mismatched totals */
+	l = (struct hkv_extent){ 0, 4 };
+	r = (struct hkv_extent){ 0, 5 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EINVAL);
+	/* destination too small: beyond the peer's pool */
+	r = (struct hkv_extent){ NPAGES - 2, 4 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -ERANGE);
+	CHECK_EQ(xfer(&s, false, &a, 1, &big, 1, 0, NULL, 0), -ERANGE);
+	/* get into local pages named twice */
+	{
+		struct hkv_extent twice[2] = { { 0, 4 }, { 2, 4 } }, rr = { 0, 8 };
+
+		CHECK_EQ(xfer(&s, true, twice, 2, &rr, 1, 0, NULL, 0), -EINVAL);
+	}
+	/* a unit to pin that does not exist: nothing pinned, nothing sent */
+	r = (struct hkv_extent){ 0, 4 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, &unknown, 1), -ENOENT);
+	/* the target's pages are free there */
+	r = (struct hkv_extent){ TGT_ALLOC + 10, 4 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EINVAL);
+	/* the target's access callback says no */
+	r = (struct hkv_extent){ REFUSE_LO + 1, 4 };
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EACCES);
+	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), -EACCES);
+	/* a put naming a target page twice */
+	{
+		struct hkv_extent l8 = { 0, 8 }, twice[2] = { { 10, 4 }, { 12, 4 } };
+
+		CHECK_EQ(xfer(&s, false, &l8, 1, twice, 2, 0, NULL, 0), -EINVAL);
+	}
+	/* nothing moved: the target's prefill is intact where we aimed */
+	memset(hkv_page_ptr(s.pool, 0), 0, 4 * PB);
+	l = (struct hkv_extent){ 0, 4 };
+	r = (struct hkv_extent){ REFUSE_HI, 4 };
+	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), 0);
+	CHECK(*(uint64_t *)hkv_page_ptr(s.pool, 0) == (0x5151 ^ ((uint64_t)REFUSE_HI << 32)));
+	CHECK_EQ(hkv_xfer_stats(s.x, NULL, &st), 0);
+	CHECK(st.refused >= 12);
+	CHECK_EQ(st.transfers, 5);	/* 3 refused at the target + 1 twice + 1 get */
+	CHECK_EQ(hkv_free(s.pool, &a, 1), 0);
+	side_close(&s);
+}
+
+static void case_refused_connect(void)
+{
+	struct hkv_pool *p = pool_new(64, PB);
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000 };
+	struct hkv_xfer *x;
+	struct hkv_xfer_peer *peer = NULL;
+	int err;
+
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), 0);
+	err = hkv_xfer_connect(x, "127.0.0.1:1", 0, &peer);	/* nobody listens */
+	CHECK_EQ(err, -ECONNREFUSED);
+	CHECK(peer == NULL);
+	CHECK_EQ(hkv_xfer_connect(x, "no-such-host.invalid:1", 0, &peer), -EINVAL);
+	CHECK_EQ(hkv_xfer_connect(x, "127.0.0.1", 0, &peer), -EINVAL);
+	CHECK_EQ(hkv_xfer_listen(x, "127.0.0.1:99999", NULL), -EINVAL);
+	hkv_xfer_destroy(x);
+	CHECK_EQ(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
+/* bad pools and options; registration failure injected at the 3rd chunk */
+static void case_create(void)
+{
+	struct hkv_pool *idx = pool_new(64, 0), *p = pool_new(64, PB);
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .reg_chunk_bytes = 8 * PB };
+	struct hkv_xfer *x = NULL;
+
+	CHECK_EQ(hkv_xfer_create(idx, NULL, &x), -EINVAL);	/* index-only */
+	CHECK_EQ(hkv_xfer_create(NULL, NULL, &x), -EINVAL);
+	o.sz = 4;
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EINVAL);
+	o.sz = sizeof(o);
+	o.reg_chunk_bytes = PB / 2;				/* below a page */
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EINVAL);
+	o.reg_chunk_bytes = 8 * PB;
+	setenv("HUGEKV_XFER_FAIL_REG", "3", 1);
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -ENOMEM);
+	CHECK(x == NULL);
+	unsetenv("HUGEKV_XFER_FAIL_REG");
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), 0);
+	CHECK_EQ(hkv_xfer_nregs(x), 8);
+	hkv_xfer_destroy(x);
+	CHECK_EQ(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+	hkv_pool_destroy(idx);
+}
+
+/* put the first per pages of l onto the target's [0, per), page by page, again and again */
+static int flood(struct side *s, struct hkv_extent *l, unsigned per, unsigned rounds,
+		 const uint64_t *unit, int *first_err)
+{
+	struct hkv_extent r = { 0, per }, lp = { l->start, per };
+	unsigned i;
+	int err = 0;
+
+	*first_err = 0;
+	for (i = 0; i < rounds && !err; i++) {
+		struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = &lp, .nlocal = 1, .remote = &r,
+					   .nremote = 1, .pin_units = unit, .npin_units = unit ? 1 : 0,
+					   .flags = HKV_XFER_PER_PAGE };
+		uint64_t id;
+
+		err = hkv_xfer_put(s->peer, &rq, &id);
+		if (!err)
+			err = hkv_xfer_wait(s->x, id, 0);
+	}
+	*first_err = err;
+	return (int)i;
+}
+
+/* the target dies mid-transfer: a clear error, our pin released, pool clean */
+static void case_target_killed(void)
+{
+	struct side s;
+	struct hkv_extent l;
+	uint64_t unit = 3;
+	int err, n, st, pe;
+	pid_t killer;
+
+	side_open(&s, 0, 0);
+	CHECK_EQ(hkv_alloc(s.pool, TGT_ALLOC, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(hkv_unit_add(s.pool, unit, &l, 1), 0);
+	killer = fork();
+	if (killer == 0) {
+		struct timespec ts = { 0, 150 * 1000000 };
+
+		nanosleep(&ts, NULL);
+		kill(s.tgt, SIGKILL);
+		_exit(0);
+	}
+	n = flood(&s, &l, REFUSE_LO, 100000, &unit, &err);
+	waitpid(killer, &st, 0);
+	CHECK(n > 0 && n < 100000);
+	CHECK(err == -ECONNRESET || err == -ETIMEDOUT);
+	pe = hkv_xfer_peer_error(s.peer);
+	CHECK(pe == -ECONNRESET || pe == -ETIMEDOUT);
+	fprintf(stderr, "  target killed after %d transfers: %s\n", n, strerror(-err));
+	/* the pin is gone: remove succeeds */
+	CHECK_EQ(hkv_unit_remove(s.pool, unit, HKV_UNIT_FREE), 0);
+	CHECK_EQ(hkv_available(s.pool), NPAGES);
+	{
+		struct hkv_extent r = { 0, 1 }, l1 = { 0, 1 };
+
+		CHECK_EQ(hkv_alloc(s.pool, 1, HKV_LANE_ANY, 0, &l1, 1), 1);
+		CHECK_EQ(xfer(&s, false, &l1, 1, &r, 1, 0, NULL, 0), pe);	/* stays failed */
+		CHECK_EQ(hkv_free(s.pool, &l1, 1), 0);
+	}
+	hkv_xfer_peer_close(s.peer);
+	hkv_xfer_destroy(s.x);
+	CHECK_EQ(hkv_check(s.pool), 0);
+	CHECK_EQ(target_wait(s.tgt), 128 + SIGKILL);
+	hkv_pool_destroy(s.pool);
+}
+
+/* the target stops answering: -ETIMEDOUT within the limit, never a hang */
+static void case_target_stopped(void)
+{
+	struct side s;
+	struct hkv_extent l = { 0, 8 }, r = { 0, 8 };
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	uint64_t unit = 4;
+	struct timespec t0, t1;
+	double dt;
+
+	side_open(&s, 0, 0);
+	CHECK_EQ(hkv_alloc(s.pool, 8, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(hkv_unit_add(s.pool, unit, &l, 1), 0);
+	kill(s.tgt, SIGSTOP);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, &unit, 1), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	dt = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK(dt >= 2.9 && dt < 6);
+	CHECK_EQ(hkv_xfer_peer_error(s.peer), -ETIMEDOUT);
+	CHECK_EQ(hkv_xfer_stats(s.x, NULL, &st), 0);
+	CHECK_EQ(st.timeouts, 1);
+	CHECK_EQ(st.peer_failures, 1);
+	CHECK_EQ(hkv_unit_remove(s.pool, unit, HKV_UNIT_FREE), 0);
+	kill(s.tgt, SIGKILL);
+	kill(s.tgt, SIGCONT);
+	hkv_xfer_peer_close(s.peer);
+	hkv_xfer_destroy(s.x);
+	CHECK_EQ(hkv_check(s.pool), 0);
+	CHECK_EQ(target_wait(s.tgt), 128 + SIGKILL);
+	hkv_pool_destroy(s.pool);
+}
+
+/* the initiator dies mid-transfer: the target ends its grants, unpins, is clean */
+static void case_initiator_killed(void)
+{
+	unsigned port;
+	pid_t tgt = target_start(&port, 0, 0), ini;
+	int st;
+
+	ini = fork();
+	if (ini == 0) {
+		struct side s = { .tgt = 0 };
+		struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000 };
+		struct hkv_extent l;
+		char addr[64];
+		int err, n;
+
+		s.pool = pool_new(NPAGES, PB);
+		if (hkv_xfer_create(s.pool, &o, &s.x))
+			_exit(1);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+		if (hkv_xfer_connect(s.x, addr, 0, &s.peer))
+			_exit(2);
+		hkv_alloc(s.pool, TGT_ALLOC, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1);
+		fill(s.pool, &l, 1, 0x3003);
+		n = flood(&s, &l, REFUSE_LO, 1000000, NULL, &err);
+		fprintf(stderr, "  initiator: %d transfers, then %s\n", n, strerror(-err));
+		_exit(3);
+	}
+	usleep(600 * 1000);
+	kill(ini, SIGKILL);
+	waitpid(ini, &st, 0);
+	if (!WIFSIGNALED(st))
+		fprintf(stderr, "  initiator exited %d before it was killed\n", WEXITSTATUS(st));
+	CHECK(WIFSIGNALED(st));
+	/* the target saw the connection fail, ended every grant, exits clean */
+	CHECK_EQ(target_wait(tgt), 0);
+}
+
+static void case_basic_rma(void)
+{
+	xflags = HKV_XFER_RMA;
+	case_basic();
+	xflags = 0;
+}
+
+static void case_chunks_rma(void)
+{
+	xflags = HKV_XFER_RMA;
+	case_chunks();
+	xflags = 0;
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} cases[] = {
+	{ "basic", case_basic },
+	{ "chunks", case_chunks },
+	{ "basic-rma", case_basic_rma },
+	{ "chunks-rma", case_chunks_rma },
+	{ "refused", case_refused },
+	{ "connect-refused", case_refused_connect },
+	{ "create", case_create },
+	{ "target-stopped", case_target_stopped },
+	{ "target-killed", case_target_killed },
+	{ "initiator-killed", case_initiator_killed },
+};
+
+int main(int argc, char **argv)
+{
+	unsigned i, pass = 0, fail = 0;
+	int j;
+
+	signal(SIGPIPE, SIG_IGN);
+	setenv("HUGEKV_LOG", "error", 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int before = failures;
+		bool want = argc < 2;
+
+		for (j = 1; j < argc; j++)
+			want |= !strcmp(argv[j], cases[i].name);
+		if (!want)
+			continue;
+		cases[i].fn();
+		if (failures == before)
+			pass++, fprintf(stderr, "  ok   %s\n", cases[i].name);
+		else
+			fail++, fprintf(stderr, "  FAIL %s\n", cases[i].name);
+	}
+	printf("xfer-test: %u passed, %u failed\n", pass, fail);
+	return fail ? 1 : 0;
+}
