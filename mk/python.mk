@@ -33,3 +33,6 @@ install-python:
 bench-python: $(BUILD)/libhugekv.so
 	$(Q)mkdir -p bench-results
 	$(Q)$(PY_ENV) $(PYTHON) python/bench.py --out bench-results/python.json
+
+# about 15 s: cheap enough to run with the C suite
+bench: bench-python
