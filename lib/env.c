@@ -83,12 +83,14 @@ static void parse_log(const char *s)
 	int i;
 
 	if (!strcasecmp(s, "quiet")) {
-		HKV_STORE(&env.log_level, -1);
+		env.log_level = -1;
+		log_set_level(-1);
 		return;
 	}
 	for (i = 0; i < 4; i++) {
 		if (!strcasecmp(s, levels[i])) {
-			HKV_STORE(&env.log_level, i);
+			env.log_level = i;
+			log_set_level(i);
 			return;
 		}
 	}
@@ -141,17 +143,6 @@ const struct hkv_env *env_get(void)
 }
 
 /**
- * env_log_level() - the HUGEKV_LOG level, without parsing (log.c runs
- * inside the parse too)
- *
- * Return: HKV_LOG_* or -1 for quiet.
- */
-int env_log_level(void)
-{
-	return HKV_LOAD(&env.log_level);
-}
-
-/**
  * env_reload() - parse the environment again (tests only)
  */
 void env_reload(void)
@@ -159,5 +150,6 @@ void env_reload(void)
 	env_get();
 	env = (struct hkv_env){ .backing = -1, .node = -2, .prefault_threads = -1,
 				.strict = -1, .log_level = HKV_LOG_WARN };
+	log_set_level(HKV_LOG_WARN);
 	env_parse();
 }

@@ -21,6 +21,7 @@
 #define HKV_MIN(a, b)	((a) < (b) ? (a) : (b))
 #define HKV_MAX(a, b)	((a) > (b) ? (a) : (b))
 #define HKV_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define HKV_ROUND_UP(v, a)	(((v) + (a) - 1) / (a) * (a))
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
@@ -36,6 +37,8 @@
 /* ---- log.c: messages to the log callback or stderr ---------------------- */
 enum { HKV_LOG_ERR, HKV_LOG_WARN, HKV_LOG_INFO, HKV_LOG_DEBUG };
 void hkv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_set_level(int level);	/* HUGEKV_LOG (env.c); -1 = quiet */
+int log_level(void);
 /* around code that holds a pool lock: queue this thread's messages and
  * deliver them at the outermost release (the log callback may call back
  * into the pool) */
@@ -53,7 +56,6 @@ struct hkv_env {
 };
 const struct hkv_env *env_get(void);
 void env_reload(void);	/* tests only: parse the environment again */
-int env_log_level(void);
 /* parse helpers, shared with tools' tests; return 0 or -EINVAL */
 int env_parse_backing(const char *s, int *out);
 int env_parse_uint(const char *s, unsigned long max, unsigned long *out);

@@ -54,11 +54,33 @@ HKV_API void hkv_set_log_fn(hkv_log_fn fn, void *ctx)
 	pthread_rwlock_unlock(&log_lock);
 }
 
+/* HUGEKV_LOG's level (env.c sets it): what goes to stderr without a callback */
+static int log_threshold = HKV_LOG_WARN;
+
+/**
+ * log_set_level() - the most verbose level written to stderr
+ * @level: HKV_LOG_*, or -1 for none
+ */
+void log_set_level(int level)
+{
+	HKV_STORE(&log_threshold, level);
+}
+
+/**
+ * log_level() - the level log_set_level() set
+ *
+ * Return: HKV_LOG_*, or -1 (quiet).
+ */
+int log_level(void)
+{
+	return HKV_LOAD(&log_threshold);
+}
+
 static void log_stderr(int level, const char *msg)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
-	if (level <= env_log_level())
+	if (level <= log_level())
 		fprintf(stderr, "hugekv: %s: %s\n", names[level & 3], msg);
 }
 

@@ -18,30 +18,6 @@ static const int order[] = {
 };
 
 /**
- * backing_pgsz() - page size a backing maps with
- * @backing: HKV_BACKING_*
- *
- * Return: 1 GiB, 2 MiB, or 4 KiB (THP and small pages; THP segments are
- * still 2 MiB aligned, see backing_align()), 0 for NONE/AUTO.
- */
-uint64_t backing_pgsz(int backing)
-{
-	switch (backing) {
-	case HKV_BACKING_HUGE_1G: return HKV_PGSZ_1G;
-	case HKV_BACKING_HUGE_2M: return HKV_PGSZ_2M;
-	case HKV_BACKING_THP:
-	case HKV_BACKING_SMALL: return HKV_PGSZ_4K;
-	default: return 0;
-	}
-}
-
-/* alignment and size granule of a part: THP wants 2 MiB-aligned ranges */
-uint64_t backing_align(int backing)
-{
-	return backing == HKV_BACKING_THP ? HKV_PGSZ_2M : backing_pgsz(backing);
-}
-
-/**
  * plan_next_backing() - the backing to try after one that failed
  * @o: effective pool options (backing and STRICT decide)
  * @b: the backing that failed
@@ -59,11 +35,6 @@ int plan_next_backing(const struct hkv_pool_opts *o, int b)
 		if (order[i] == b)
 			return order[i + 1];
 	return -1;
-}
-
-static uint64_t round_up(uint64_t v, uint64_t a)
-{
-	return (v + a - 1) / a * a;
 }
 
 /* first page of part i of n, as pool.c splits lanes (first parts +1) */
@@ -154,7 +125,7 @@ static int plan_bounds(const struct hkv_pool_opts *o, const struct topo *t,
 			part[k].npages = HKV_MIN(o->npages, (off + pb - 1) / pb) - part[k].first_page;
 		}
 		if (!np)
-			off += pn->bytes = round_up(rq.raw, backing_align(pn->backing));
+			off += pn->bytes = HKV_ROUND_UP(rq.raw, backing_align(pn->backing));
 		pn->npages = HKV_MIN(o->npages, (off + pb - 1) / pb) - pn->first_page;
 		p->nparts += np;
 		p->nnodes++;
@@ -222,7 +193,7 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 	if (nseg > 1 && ret != -E2BIG) {
 		gran = plan_granule_of(p);
 		for (i = 1; i < nseg; i++)
-			b[i] = HKV_MIN(round_up(b[i], gran), p->kv_bytes);
+			b[i] = HKV_MIN(HKV_ROUND_UP(b[i], gran), p->kv_bytes);
 		ret = plan_bounds(o, t, only, b, nseg, gran, p);
 	}
 	if (ret == -E2BIG)

@@ -16,9 +16,28 @@
 
 #define SEG_WASTE_SHIFT	3	/* a round-up may waste 1/8 of the segment */
 
-static uint64_t round_up(uint64_t v, uint64_t a)
+/**
+ * backing_pgsz() - page size a backing maps with
+ * @backing: HKV_BACKING_*
+ *
+ * Return: 1 GiB, 2 MiB, or 4 KiB (THP and small pages; THP segments are
+ * still 2 MiB aligned, see backing_align()), 0 for NONE/AUTO.
+ */
+uint64_t backing_pgsz(int backing)
 {
-	return (v + a - 1) / a * a;
+	switch (backing) {
+	case HKV_BACKING_HUGE_1G: return HKV_PGSZ_1G;
+	case HKV_BACKING_HUGE_2M: return HKV_PGSZ_2M;
+	case HKV_BACKING_THP:
+	case HKV_BACKING_SMALL: return HKV_PGSZ_4K;
+	default: return 0;
+	}
+}
+
+/* alignment and size granule of a part: THP wants 2 MiB-aligned ranges */
+uint64_t backing_align(int backing)
+{
+	return backing == HKV_BACKING_THP ? HKV_PGSZ_2M : backing_pgsz(backing);
 }
 
 /* the next smaller page size, whatever the policy; -1 after 4 KiB */
@@ -68,7 +87,7 @@ static uint64_t seg_avail(const struct seg_req *rq, int b, int *why)
  * whole units that fit when the round-up would waste too much */
 static uint64_t seg_take(const struct seg_req *rq, int b, uint64_t r, bool *rounded)
 {
-	uint64_t u = backing_align(b), full = round_up(r, u);
+	uint64_t u = backing_align(b), full = HKV_ROUND_UP(r, u);
 	bool asked = rq->o->backing == b;	/* an explicit backing is used as asked */
 
 	if (rq->exact)

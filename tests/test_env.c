@@ -149,11 +149,11 @@ static void test_log_levels(void **state)
 	hkv_set_log_fn(NULL, NULL);
 	setenv("HUGEKV_LOG", "quiet", 1);
 	env_reload();
-	assert_int_equal(env_log_level(), -1);
+	assert_int_equal(log_level(), -1);
 	hkv_log(HKV_LOG_ERR, "not printed");
 	clear_env();
 	env_reload();
-	assert_int_equal(env_log_level(), HKV_LOG_WARN);
+	assert_int_equal(log_level(), HKV_LOG_WARN);
 }
 
 int main(void)
