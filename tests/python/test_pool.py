@@ -5,6 +5,7 @@ import errno
 import gc
 import os
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -449,3 +450,42 @@ def test_pool_dropped_without_close_is_destroyed():
     p.on_evict(lambda u, e: None)                 # no cycle through the callback
     del p
     assert _Handle.live == live
+
+
+def test_a_blocked_call_releases_the_gil():
+    """Thread B blocks inside the library (on the residency lock that A's
+    eviction holds) while A's callback keeps running Python: only possible
+    if B's ctypes call dropped the GIL. A deadlock would show as a timeout."""
+    import time
+    with hugekv.Pool(40) as p:
+        p.unit_add(1, p.alloc(10))
+        p.unit_add(2, p.alloc(10))
+        p.unit_touch(2)
+        in_cb, times = threading.Event(), {}
+
+        def cb(u, ext):
+            in_cb.set()
+            t = time.monotonic()
+            while time.monotonic() - t < 0.3:     # Python work while B waits in C
+                sum(range(1000))
+
+        def touch():
+            in_cb.wait(5)
+            t = time.monotonic()
+            p.unit_touch(2)
+            times["b"] = time.monotonic() - t
+        p.on_evict(cb)
+        b = threading.Thread(target=touch)
+        b.start()
+        p.evict(30)                               # evicts unit 1 only
+        b.join(5)
+        assert not b.is_alive(), "deadlock: the blocked call held the GIL"
+        assert times["b"] > 0.1                   # it did wait for the eviction
+
+
+def test_importing_adapters_needs_no_engine():
+    code = ("import sys, hugekv, hugekv.sglang, hugekv.lmcache, hugekv.vllm; "
+            "bad = [m for m in ('torch', 'sglang', 'lmcache', 'vllm') if m in sys.modules]; "
+            "assert not bad, bad")
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "python"))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
