@@ -426,14 +426,17 @@ fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 os.ftruncate(fd, 4 << 20)
 m = mmap.mmap(fd, 4 << 20)
 m[0:1] = b"x"
+with open("/proc/self/comm", "wb") as f:
+    f.write(b"hk\xff\x01v")
 print("ready", flush=True)
 sys.stdin.read()
 """
 
 
 def test_verify_json_non_utf8_path():
-    """a mapping whose path is not UTF-8 (and holds control characters)
-    must still give valid JSON, the bad bytes as U+FFFD"""
+    """a mapping whose path is not UTF-8 (and holds control characters),
+    and a process name that is not, must still give valid JSON, the bad
+    bytes as U+FFFD"""
     d = tempfile.mkdtemp(prefix="hkvctl-paths-")
     name = b"hugekv-\xff\xfe-\x01\t\"q\"-\xc3\xa9.bin"
     path = os.path.join(os.fsencode(d), name)
@@ -448,6 +451,7 @@ def test_verify_json_non_utf8_path():
         want = path.decode("utf-8", "replace")
         got = [m["path"] for m in v["mappings"] if m["path"].endswith(".bin")]
         eq(got, [want], "path of the mapping, bad bytes as U+FFFD")
+        eq(v["comm"], "hk\ufffd\x01v", "comm, not UTF-8 either")
     finally:
         p.communicate(b"")
         shutil.rmtree(d)

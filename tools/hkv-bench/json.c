@@ -4,8 +4,10 @@
  * summaries) and its CSV files.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -28,15 +30,22 @@ FILE *csv_open(const char *dir, const char *name, const char *header)
 {
 	char path[4096];
 	FILE *f;
+	int fd;
 
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "hkv-bench: mkdir %s: %s\n", dir, strerror(errno));
 		return NULL;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
+	/* not through a symlink: DIR may be a shared scratch directory where
+	 * another user planted one pointing at a file of ours */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		fprintf(stderr, "hkv-bench: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "hkv-bench: %s: %s%s\n", path, strerror(errno),
+			errno == ELOOP ? " (a symbolic link: refused)" : "");
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
 	if (*header)

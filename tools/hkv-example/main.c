@@ -29,6 +29,8 @@
 #include <string.h>
 
 #include "hugekv.h"
+#include "../lib/parse.h"
+#include "../lib/tool.h"
 
 #define MAX_EXT	32
 #define QUEUE	256
@@ -227,7 +229,8 @@ static void usage(FILE *f)
 		"  --page-bytes B   bytes per KV page (default 16384)\n"
 		"  --requests N     radix nodes to create (default 20000)\n"
 		"  --hit P          probability of a prefix hit per request (default 0.5)\n"
-		"  -h, --help       this text\n");
+		"  -h, --help       this text\n"
+		"      --version    the version\n");
 }
 
 struct args {
@@ -240,23 +243,24 @@ static int parse(int argc, char **argv, struct args *a)
 	static const struct option lo[] = {
 		{ "l1-pages", 1, NULL, '1' }, { "l2-pages", 1, NULL, '2' },
 		{ "page-bytes", 1, NULL, 'b' }, { "requests", 1, NULL, 'r' },
-		{ "hit", 1, NULL, 'p' }, { "help", 0, NULL, 'h' }, { 0 }
+		{ "hit", 1, NULL, 'p' }, { "help", 0, NULL, 'h' },
+		{ "version", 0, NULL, 'V' }, { 0 }
 	};
-	char *end = NULL;
-	int ch;
+	int ch, err;
 
+	/* the tools' parser: no hex, no sign, no wrap near 2^64 */
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		errno = 0;
 		switch (ch) {
-		case '1': a->l1_pages = strtoull(optarg, &end, 0); break;
-		case '2': a->l2_pages = strtoull(optarg, &end, 0); break;
-		case 'b': a->page_bytes = strtoull(optarg, &end, 0); break;
-		case 'r': a->requests = strtoull(optarg, &end, 0); break;
-		case 'p': a->hit = strtod(optarg, &end); break;
+		case '1': err = tool_parse_count(optarg, &a->l1_pages); break;
+		case '2': err = tool_parse_count(optarg, &a->l2_pages); break;
+		case 'b': err = tool_parse_size(optarg, &a->page_bytes); break;
+		case 'r': err = tool_parse_count(optarg, &a->requests); break;
+		case 'p': err = tool_parse_double(optarg, 0, 1, &a->hit); break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': exit(tool_version("hkv-example"));
 		default: return -EINVAL;
 		}
-		if (errno || !end || *end)
+		if (err)
 			return -EINVAL;
 	}
 	if (optind < argc || a->l1_pages < 64 || a->l2_pages < 64 || !a->page_bytes ||
