@@ -268,8 +268,10 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
  * hkv_pool_destroy() - destroy a pool and unmap its arena
  * @pool: the pool, or NULL (no-op)
  *
- * Must not race with any other call on @pool. In a fork() child of the
- * creating process, frees only the bookkeeping (the arena is not there).
+ * Must not race with any other call on @pool, nor run inside a callback
+ * of a call on @pool (from @pool's evict callback it is refused: logged,
+ * nothing done). In a fork() child of the creating process, frees only the
+ * bookkeeping (the arena is not there).
  */
 HKV_API void hkv_pool_destroy(struct hkv_pool *pool);
 

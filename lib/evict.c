@@ -30,7 +30,13 @@ struct cb_frame {
 };
 static __thread struct cb_frame *cb_top;
 
-static bool in_callback(const struct hkv_pool *pool)
+/**
+ * res_in_callback() - is this thread running @pool's evict callback?
+ * @pool: the pool
+ *
+ * Return: true inside the callback (at any depth of nested callbacks).
+ */
+bool res_in_callback(const struct hkv_pool *pool)
 {
 	for (const struct cb_frame *f = cb_top; f; f = f->prev)
 		if (f->pool == pool)
@@ -49,7 +55,7 @@ int res_lock(struct hkv_pool *pool)
 {
 	if (pool_forked(pool))
 		return -ECHILD;
-	if (in_callback(pool))
+	if (res_in_callback(pool))
 		return -EDEADLK;
 	log_hold();
 	pthread_mutex_lock(&pool->res->lock);
@@ -351,8 +357,19 @@ static int64_t evict_unit(struct hkv_pool *pool, struct hkv_res *r, struct res_u
 static uint64_t free_of(const struct hkv_pool *pool, unsigned lane)
 {
 	if (lane == HKV_LANE_ANY)
-		return hkv_available(pool);
+		return pool_free_pages(pool);
 	return HKV_LOAD(&pool->lanes[lane].xi.free_pages);
+}
+
+static uint64_t largest_of(const struct hkv_pool *pool, unsigned lane)
+{
+	return HKV_LOAD(&pool->lanes[lane].xi.largest);
+}
+
+/* can @lane answer @n pages (in one extent if @contig) now? */
+static bool lane_room(const struct hkv_pool *pool, unsigned lane, uint64_t n, bool contig)
+{
+	return contig ? largest_of(pool, lane) >= n : free_of(pool, lane) >= n;
 }
 
 /**
@@ -360,14 +377,17 @@ static uint64_t free_of(const struct hkv_pool *pool, unsigned lane)
  * @pool: the pool
  * @lane: the lane to free pages in, or HKV_LANE_ANY for the pool
  * @target: free pages to reach
+ * @contig: and a free extent of this many pages in @lane (0: no)
  * @reason: HKV_EVICT_* for the probe
  *
- * Evicts until @lane (or the pool) has @target free pages, nothing
- * unpinned is left, or an eviction cannot get the memory its free needs.
+ * Evicts until @lane (or the pool) has @target free pages (and the extent),
+ * nothing unpinned is left, or an eviction cannot get the memory its free
+ * needs.
  *
  * Return: pages freed.
  */
-static uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target, int reason)
+static uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
+			  uint64_t contig, int reason)
 {
 	struct hkv_res *r = pool->res;
 	uint64_t before = free_of(pool, lane), freed = unpark(pool, r), units = 0;
@@ -375,7 +395,8 @@ static uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
 	int64_t got;
 
 	r->eviction_runs++;
-	while (free_of(pool, lane) < target && (v = pick_victim(pool, r, lane))) {
+	while ((free_of(pool, lane) < target || (contig && largest_of(pool, lane) < contig)) &&
+	       (v = pick_victim(pool, r, lane))) {
 		got = evict_unit(pool, r, v, reason);
 		if (got < 0)
 			break;		/* out of memory: stop, nothing half done */
@@ -417,7 +438,7 @@ static void make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
 	uint64_t target = watermark(pool, total, free_of(pool, lane), n);
 
 	if (target)
-		evict_run(pool, lane, target,
+		evict_run(pool, lane, target, 0,
 			  free_of(pool, lane) < n ? HKV_EVICT_ALLOC : HKV_EVICT_WATERMARK);
 }
 
@@ -464,15 +485,13 @@ static unsigned fit_lane(const struct hkv_pool *pool, uint64_t n, bool contig)
 	return best;
 }
 
-/* the lane with the most free pages (where an HKV_LANE_ANY request lands) */
-static unsigned roomiest(const struct hkv_pool *pool)
+/* can some lane answer an HKV_LANE_ANY request now? O(nlanes) loads */
+static bool any_room(const struct hkv_pool *pool, uint64_t n, bool contig)
 {
-	unsigned best = 0;
-
-	for (unsigned i = 1; i < pool->nlanes; i++)
-		if (free_of(pool, i) > free_of(pool, best))
-			best = i;
-	return best;
+	for (unsigned i = 0; i < pool->nlanes; i++)
+		if (lane_room(pool, i, n, contig))
+			return true;
+	return false;
 }
 
 /**
@@ -499,11 +518,12 @@ int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned fla
 	unsigned fit;
 	int err;
 
-	if (in_callback(pool))		/* the same answer with or without eviction */
+	if (res_in_callback(pool))		/* the same answer with or without eviction */
 		return -EDEADLK;
 	if (!watermark(pool, pool->npages, free_of(pool, HKV_LANE_ANY), n) &&
-	    (any ? free_of(pool, roomiest(pool)) >= n
-		 : !watermark(pool, pool->lanes[lane].npages, free_of(pool, lane), n)))
+	    (any ? any_room(pool, n, contig)
+		 : !watermark(pool, pool->lanes[lane].npages, free_of(pool, lane), n) &&
+		   lane_room(pool, lane, n, contig)))
 		return 0;
 	err = res_lock(pool);
 	if (err)
@@ -517,9 +537,9 @@ int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned fla
 	if (!any)
 		make_room(pool, lane, n);
 	make_room(pool, HKV_LANE_ANY, n);
-	if (free_of(pool, fit) < n)	/* fit ANY: spread over the lanes */
-		evict_run(pool, fit, n, HKV_EVICT_ALLOC);
-	if (free_of(pool, fit) < n)
+	if (fit == HKV_LANE_ANY ? free_of(pool, fit) < n : !lane_room(pool, fit, n, contig))
+		evict_run(pool, fit, n, contig ? n : 0, HKV_EVICT_ALLOC);	/* ANY: spread */
+	if (fit == HKV_LANE_ANY ? free_of(pool, fit) < n : !lane_room(pool, fit, n, contig))
 		r->evict_failures++;	/* too little evictable after all */
 unlock:
 	res_unlock(pool);
@@ -546,12 +566,12 @@ int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned f
 	unsigned i;
 	int err;
 
-	if (in_callback(pool))
+	if (res_in_callback(pool))
 		return -EDEADLK;
 	for (i = 0; i < pool->nlanes; i++) {
 		total += count[i];
-		need |= count[i] && watermark(pool, pool->lanes[i].npages, free_of(pool, i),
-					      count[i]);
+		need |= count[i] && (watermark(pool, pool->lanes[i].npages, free_of(pool, i),
+					       count[i]) || !lane_room(pool, i, count[i], contig));
 	}
 	if (!need && !watermark(pool, pool->npages, free_of(pool, HKV_LANE_ANY), total))
 		return 0;
@@ -568,8 +588,11 @@ int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned f
 		if (count[i])
 			make_room(pool, i, count[i]);
 	make_room(pool, HKV_LANE_ANY, total);
+	for (i = 0; i < pool->nlanes; i++)
+		if (count[i] && !lane_room(pool, i, count[i], contig))
+			evict_run(pool, i, count[i], contig ? count[i] : 0, HKV_EVICT_ALLOC);
 	for (i = 0; i < pool->nlanes; i++) {
-		if (free_of(pool, i) < count[i]) {
+		if (count[i] && !lane_room(pool, i, count[i], contig)) {
 			r->evict_failures++;
 			break;
 		}
@@ -598,8 +621,8 @@ HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
 	if (err)
 		return err;
 	freed = unpark(pool, pool->res);
-	if (hkv_available(pool) < target_free)
-		freed += evict_run(pool, HKV_LANE_ANY, target_free, HKV_EVICT_EXPLICIT);
+	if (pool_free_pages(pool) < target_free)
+		freed += evict_run(pool, HKV_LANE_ANY, target_free, 0, HKV_EVICT_EXPLICIT);
 	res_unlock(pool);
 	return (int64_t)freed;
 }

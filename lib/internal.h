@@ -488,6 +488,8 @@ int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned f
 int res_stats(struct hkv_pool *pool, struct hkv_stats *st);
 /* hkv_check() of the units (takes the residency and every lane lock) */
 int res_check(struct hkv_pool *pool);
+/* this thread runs pool's evict callback (calls into it are refused) */
+bool res_in_callback(const struct hkv_pool *pool);
 
 /* ---- trace.c / trace.h: USDT probes (see trace.h) ----------------------- */
 

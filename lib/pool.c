@@ -105,12 +105,17 @@ free_pool:
  *
  * In a child of the creating process the arena is not there (DONTFORK) and
  * its address range may hold the child's own mappings: only the
- * bookkeeping is freed.
+ * bookkeeping is freed. From the pool's own evict callback it is refused.
  */
 HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 {
 	if (!pool)
 		return;
+	if (res_in_callback(pool)) {	/* the eviction still uses the pool */
+		hkv_log(HKV_LOG_ERR, "pool %llu: hkv_pool_destroy() from its own evict "
+			"callback refused", (unsigned long long)pool->id);
+		return;
+	}
 	res_destroy(pool);
 	compat_fini(pool);
 	if (!pool_forked(pool))		/* a fork() child may see it held */

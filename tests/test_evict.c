@@ -395,6 +395,8 @@ static void reentry_fn(void *ctx, uint64_t unit, const struct hkv_extent *ext, u
 		assert_int_equal(hkv_free(re->pool, &e, 1), 0);
 	/* another pool is another lock */
 	re->other_alloc = hkv_alloc(re->other, 1, 0, HKV_ALLOC_EVICT, &e, 1);
+	/* destroying the pool under the eviction is refused (ASan would see it) */
+	hkv_pool_destroy(re->pool);
 }
 
 /* calls into the pool from its evict callback get -EDEADLK, not a hang */
@@ -432,6 +434,37 @@ static void test_callback_reentry(void **state)
 	assert_int_equal(hkv_check(p), 0);
 	alarm(0);
 	hkv_pool_destroy(re.other);
+	hkv_pool_destroy(p);
+}
+
+/*
+ * HKV_ALLOC_EVICT | HKV_ALLOC_CONTIG: eviction goes on until one free
+ * extent holds the request, not just until enough pages are free.
+ */
+static void test_evict_contig(void **state)
+{
+	struct hkv_pool *p = mkpool((struct pool_cfg){ .npages = 100, .nlanes = 1, .window = 1 });
+	uint64_t count[1] = { 30 };
+	struct log lg = { 0 };
+	struct hkv_extent e[4];
+
+	(void)state;
+	hkv_set_evict_fn(p, log_fn, &lg);
+	for (uint64_t i = 0; i < 10; i++)
+		assert_int_equal(unit(p, i, 10, 0), i * 10);
+	/* coldest first: 0, 2, 4, 6, 8, then 1, 3, ... (no two adjacent) */
+	for (uint64_t i = 1; i < 10; i += 2)
+		assert_int_equal(hkv_unit_touch(p, i), 0);
+	assert_int_equal(hkv_alloc(p, 20, 0, HKV_ALLOC_EVICT | HKV_ALLOC_CONTIG, e, 1), 1);
+	assert_int_equal(e[0].len, 20);
+	assert_int_equal(lg.n, 6);		/* 0 2 4 6 8 leave holes; 1 joins 0..29 */
+	assert_int_equal(lg.id[5], 1);
+	assert_int_equal(e[0].start, 0);
+	/* the same through hkv_alloc_lanes: 30 contiguous pages */
+	assert_int_equal(hkv_alloc_lanes(p, count, HKV_ALLOC_EVICT | HKV_ALLOC_CONTIG, e, 1), 1);
+	assert_int_equal(e[0].len, 30);
+	assert_int_equal(stats(p).evict_failures, 0);
+	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 }
 
@@ -510,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_lanes),
 		cmocka_unit_test(test_victim_window),
 		cmocka_unit_test(test_never_fits),
+		cmocka_unit_test(test_evict_contig),
 		cmocka_unit_test(test_callback_reentry),
 		cmocka_unit_test(test_chunk_boundary),
 	};
