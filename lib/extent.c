@@ -8,16 +8,20 @@
  * the high end under churn. Longer extents sit in a treap keyed by
  * (len, start): best fit is a lower bound, the largest is its maximum.
  * Boundary tags (the node id at the first and last page of every free
- * extent) plus one allocated bit per page make coalescing O(1). The
- * allocated and in_unit bitmaps are interleaved word by word (XI_WORD), so
- * the check a free makes of both costs one cache miss, not two.
+ * extent) plus one allocated bit per page make coalescing O(1). Per 64-page
+ * group, the allocated and in_unit words, a word marking the tagged pages
+ * and the tags themselves share one cache line (struct xgroup): a free
+ * checks the bits, finds its neighbours and rewrites their tags in the line
+ * it already holds. Crowded groups (more than XI_GSLOTS tagged pages) keep
+ * their tags in an overflow block.
  *
  * Cost: best fit O(1) in bins, O(log E) in the treap; an answer of k
  * extents O(k log E); free O(1) + O(log E) when a large extent is involved.
  * Nothing here walks all pages or all free extents except xi_usable() (bins
  * plus large extents, for stats), xi_free_ids() and xi_check().
- * Metadata: 4 bytes (tag) + 2 bits per page, 32 bytes per free extent, and
- * ~270 bytes per exact bin (one bin per XI_PAGES_PER_BIN pages at most).
+ * Metadata: 1 byte per page (64-byte group lines) plus 256 bytes per crowded
+ * group, 32 bytes per free extent, and ~270 bytes per exact bin (one bin
+ * per XI_PAGES_PER_BIN pages at most).
  */
 #include "internal.h"
 
@@ -101,7 +105,7 @@ int xi_reserve(struct xindex *x, uint32_t extra)
 	uint64_t cap;
 
 	if (need <= x->ncap)
-		return 0;
+		return xi_reserve_take(x, 2 * (long)extra);	/* two tags per piece */
 	cap = HKV_MAX(need, 2ull * x->ncap);
 	if (cap > UINT32_MAX - 1)
 		cap = UINT32_MAX - 1;
@@ -112,6 +116,36 @@ int xi_reserve(struct xindex *x, uint32_t extra)
 		return -ENOMEM;
 	x->node = n;
 	x->ncap = (uint32_t)cap;
+	return xi_reserve_take(x, 2 * (long)extra);
+}
+
+/**
+ * xi_reserve_grow() - make sure @blocks overflow blocks are free
+ * @x: the index
+ * @blocks: blocks the next operation may take (one per tag it adds)
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int xi_reserve_grow(struct xindex *x, uint32_t blocks)
+{
+	/* a group holds one block at most: this many is all there can be */
+	uint64_t most = ((uint64_t)x->npages + 63) / 64, cap;
+	uint32_t (*o)[64];
+
+	if (x->ovf_nfree >= blocks || x->ovf_cap >= most)
+		return 0;
+	cap = HKV_MIN(HKV_MAX((uint64_t)x->ovf_cap + blocks - x->ovf_nfree,
+			      2ull * x->ovf_cap), most);
+	o = realloc(x->ovf, cap * sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	x->ovf = o;
+	for (uint32_t b = x->ovf_cap; b < cap; b++) {
+		o[b][0] = x->ovf_free;
+		x->ovf_free = b;
+		x->ovf_nfree++;
+	}
+	x->ovf_cap = (uint32_t)cap;
 	return 0;
 }
 
@@ -132,12 +166,143 @@ static void node_put(struct xindex *x, uint32_t id)
 	x->free_node = id;
 }
 
+/* ---- tags: node ids of the first and last pages of free extents -------- */
+
+#define BYTES(v)	((v) * 0x0101010101010101ull)
+
+/* index of the lowest byte of w equal to v, or -1 (SWAR) */
+static inline int key_find(uint64_t w, uint64_t v)
+{
+	uint64_t t = w ^ BYTES(v), z = (t - BYTES(1)) & ~t & BYTES(0x80);
+
+	return z ? __builtin_ctzll(z) >> 3 : -1;
+}
+
+static inline uint64_t key_put(uint64_t w, int i, uint64_t v)
+{
+	return (w & ~(0xffull << (8 * i))) | (v << (8 * i));
+}
+
+/* the tag of a tagged page */
+static inline uint32_t tag_get(const struct xindex *x, uint32_t p)
+{
+	const struct xgroup *g = &x->grp[p >> 6];
+
+	if (likely(!g->blk))
+		return g->id[key_find(g->keys, (p & 63) + 1)];
+	return x->ovf[g->blk - 1][p & 63];
+}
+
+uint32_t xi_tag(const struct xindex *x, uint32_t p)
+{
+	const struct xgroup *g;
+
+	if (p >= x->npages)
+		return XI_NIL;
+	g = &x->grp[p >> 6];
+	if (g->blk)
+		return g->keys & (1ull << (p & 63)) ? x->ovf[g->blk - 1][p & 63] : XI_NIL;
+	return key_find(g->keys, (p & 63) + 1) < 0 ? XI_NIL : tag_get(x, p);
+}
+
+/* the pages of a group that carry tags, as a bitmap */
+uint64_t xi_tagged(const struct xindex *x, uint64_t group)
+{
+	const struct xgroup *g = &x->grp[group];
+	uint64_t m = 0;
+
+	if (g->blk)
+		return g->keys;
+	for (int i = 0; i < XI_GSLOTS; i++) {
+		unsigned k = (g->keys >> (8 * i)) & 0xff;
+
+		if (k)
+			m |= 1ull << (k - 1);
+	}
+	return m;
+}
+
+/* a group's slots are full: its tags move to an overflow block (reserved) */
+static void g_spill(struct xindex *x, struct xgroup *g)
+{
+	uint32_t blk = x->ovf_free, *o = x->ovf[blk];
+	uint64_t m = 0;
+
+	x->ovf_free = o[0];
+	x->ovf_nfree--;
+	for (int i = 0; i < XI_GSLOTS; i++) {
+		unsigned k = (g->keys >> (8 * i)) & 0xff;
+
+		o[k - 1] = g->id[i];	/* full: every key is set */
+		m |= 1ull << (k - 1);
+	}
+	g->keys = m;
+	g->blk = blk + 1;
+}
+
+/* few tags again: back into the line, the block freed */
+static void g_unspill(struct xindex *x, struct xgroup *g)
+{
+	uint32_t blk = g->blk - 1, *o = x->ovf[blk];
+	uint64_t m = g->keys, keys = 0;
+
+	for (int i = 0; m; i++, m &= m - 1) {
+		unsigned b = (unsigned)__builtin_ctzll(m);
+
+		g->id[i] = o[b];
+		keys |= (uint64_t)(b + 1) << (8 * i);
+	}
+	g->keys = keys;
+	g->blk = 0;
+	o[0] = x->ovf_free;
+	x->ovf_free = blk;
+	x->ovf_nfree++;
+}
+
+static void tag_set(struct xindex *x, uint32_t p, uint32_t id)
+{
+	struct xgroup *g = &x->grp[p >> 6];
+	unsigned b = p & 63;
+	int i;
+
+	if (likely(!g->blk)) {
+		i = key_find(g->keys, b + 1);
+		if (i < 0)
+			i = key_find(g->keys, 0);	/* an empty slot */
+		if (likely(i >= 0)) {
+			g->keys = key_put(g->keys, i, b + 1);
+			g->id[i] = id;
+			return;
+		}
+		g_spill(x, g);
+	}
+	x->ovf[g->blk - 1][b] = id;
+	g->keys |= 1ull << b;
+}
+
+static void tag_clear(struct xindex *x, uint32_t p)
+{
+	struct xgroup *g = &x->grp[p >> 6];
+	unsigned b = p & 63;
+	int i;
+
+	if (likely(!g->blk)) {
+		i = key_find(g->keys, b + 1);
+		if (i >= 0)
+			g->keys = key_put(g->keys, i, 0);
+		return;
+	}
+	g->keys &= ~(1ull << b);
+	if (__builtin_popcountll(g->keys) <= XI_GSLOTS / 2)	/* hysteresis */
+		g_unspill(x, g);
+}
+
 static inline void set_tags(struct xindex *x, uint32_t id)
 {
 	const struct fext *e = &x->node[id];
 
-	x->tag[e->start] = id;
-	x->tag[e->start + e->len - 1] = id;
+	tag_set(x, e->start, id);
+	tag_set(x, e->start + e->len - 1, id);
 }
 
 /* ---- exact bins -------------------------------------------------------- */
@@ -322,15 +487,15 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->nbinwords = (x->nexact + 1 + 63) / 64;
 	x->root = x->tree_max = x->free_node = XI_NIL;
 	x->seed = 0x9e3779b9u ^ (uint32_t)base;
-	x->allocated = meta_alloc(2 * words * 8);
-	x->in_unit = x->allocated ? x->allocated + 1 : NULL;
-	x->tag = meta_alloc(npages * sizeof(*x->tag));
+	x->grp = meta_alloc(words * sizeof(struct xgroup));
+	x->allocated = x->grp ? &x->grp[0].alloc : NULL;
+	x->in_unit = x->grp ? &x->grp[0].in_unit : NULL;
 	x->bin_head = malloc((size_t)(x->nexact + 1) * XI_REGIONS * sizeof(uint32_t));
 	x->bin_regions = calloc(x->nexact + 1, 8);
 	x->bin_count = calloc(x->nexact + 1, sizeof(uint32_t));
 	x->bin_mask = calloc(x->nbinwords, 8);
 	nseg = barrier ? (base + npages - 1) / barrier - base / barrier + 1 : 1;
-	if (!x->allocated || !x->in_unit || !x->tag || !x->bin_head || !x->bin_regions ||
+	if (!x->grp || !x->bin_head || !x->bin_regions ||
 	    !x->bin_count || !x->bin_mask || xi_reserve(x, (uint32_t)HKV_MAX(nseg, 16))) {
 		xi_fini(x);
 		return -ENOMEM;
@@ -344,6 +509,10 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 						((base + p) / barrier + 1) * barrier - base);
 		x->node[id].start = p;
 		x->node[id].len = end - p;
+		if (xi_reserve_take(x, 2)) {
+			xi_fini(x);
+			return -ENOMEM;
+		}
 		set_tags(x, id);
 		idx_insert(x, id);
 		p = end;
@@ -358,8 +527,8 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
  */
 void xi_fini(struct xindex *x)
 {
-	meta_free(x->allocated, ((size_t)x->npages + 63) / 64 * 16);
-	meta_free(x->tag, (size_t)x->npages * sizeof(*x->tag));
+	meta_free(x->grp, ((size_t)x->npages + 63) / 64 * sizeof(struct xgroup));
+	free(x->ovf);
 	free(x->node);
 	free(x->bin_head);
 	free(x->bin_regions);
@@ -430,9 +599,10 @@ static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 	if (p != XI_NIL && (x->node[p].len > len ||
 			    (x->node[p].len == len && x->node[p].start > start)))
 		return false;
+	tag_clear(x, e->start);
 	e->start = start;
 	e->len = len;
-	x->tag[start] = id;
+	tag_set(x, start, id);
 	if (id == x->tree_max)
 		HKV_STORE(&x->largest, len);
 	return true;
@@ -446,12 +616,14 @@ static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *
 	if (e->len > n && shrink_in_place(x, id, n))
 		goto mark;
 	idx_remove(x, id);
+	tag_clear(x, start);
 	if (e->len > n) {
 		e->start += (uint32_t)n;
 		e->len -= (uint32_t)n;
-		x->tag[e->start] = id;
+		tag_set(x, e->start, id);
 		idx_insert(x, id);
 	} else {
+		tag_clear(x, start + e->len - 1);
 		node_put(x, id);
 	}
 mark:
@@ -596,13 +768,17 @@ void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 
 	xi_set_range(x->allocated, s, len, false);
 	if (s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1)) {
-		id = x->tag[s - 1];
+		id = tag_get(x, s - 1);
 		idx_remove(x, id);
+		if (x->node[id].start != s - 1)
+			tag_clear(x, s - 1);	/* no longer an end */
 		s = x->node[id].start;
 	}
 	if (e < x->npages && !at_barrier(x, e) && xi_page_free(x, e)) {
-		nb = x->tag[e];
+		nb = tag_get(x, e);
 		idx_remove(x, nb);
+		if (x->node[nb].len != 1)
+			tag_clear(x, e);	/* no longer a start */
 		e = x->node[nb].start + x->node[nb].len;
 		if (id == XI_NIL)
 			id = nb;
@@ -653,7 +829,7 @@ uint64_t xi_free_ids(const struct xindex *x, uint64_t *out)
 	uint64_t words = ((uint64_t)x->npages + 63) / 64, n = 0, w;
 
 	for (w = 0; w < words; w++) {
-		uint64_t free = ~x->allocated[2 * w];
+		uint64_t free = ~x->grp[w].alloc;
 
 		if (w == words - 1 && (x->npages & 63))
 			free &= (1ull << (x->npages & 63)) - 1;
@@ -675,7 +851,7 @@ size_t xi_metadata_bytes(const struct xindex *x)
 {
 	size_t words = ((size_t)x->npages + 63) / 64;
 
-	return 2 * words * 8 + (size_t)x->npages * sizeof(*x->tag) +
+	return words * sizeof(struct xgroup) + (size_t)x->ovf_cap * sizeof(*x->ovf) +
 	       (size_t)x->ncap * sizeof(struct fext) +
 	       (size_t)(x->nexact + 1) * (XI_REGIONS * 4 + 8 + 4) + x->nbinwords * 8;
 }

@@ -22,7 +22,7 @@ static bool is_free(const struct xindex *x, uint32_t p)
 
 /* every maximal free run (split at barriers) is one indexed node */
 static int check_runs(const struct xindex *x, uint64_t *pages, uint64_t *runs,
-		      uint64_t *largest)
+		      uint64_t *largest, uint64_t *bound)
 {
 	uint32_t p = 0;
 
@@ -37,16 +37,18 @@ static int check_runs(const struct xindex *x, uint64_t *pages, uint64_t *runs,
 			p++;
 		while (p < x->npages && is_free(x, p) &&
 		       !(x->barrier && (x->base + p) % x->barrier == 0));
-		id = x->tag[s];
+		id = xi_tag(x, s);
 		CHECK(id < x->nused, "run at %llu has no node",
 		      (unsigned long long)(x->base + s));
 		CHECK(x->node[id].start == s && x->node[id].len == p - s,
 		      "run [%llu, +%u) disagrees with its node [%llu, +%u)",
 		      (unsigned long long)(x->base + s), p - s,
 		      (unsigned long long)(x->base + x->node[id].start), x->node[id].len);
-		CHECK(x->tag[p - 1] == id, "run at %llu: tail tag is wrong",
+		CHECK(xi_tag(x, p - 1) == id, "run at %llu: tail tag is wrong",
 		      (unsigned long long)(x->base + s));
 		CHECK(xi_test_range(x->in_unit, s, p - s, false), "free page in a unit");
+		bound[s >> 6] |= 1ull << (s & 63);
+		bound[(p - 1) >> 6] |= 1ull << ((p - 1) & 63);
 		*pages += p - s;
 		(*runs)++;
 		if (p - s > *largest)
@@ -75,7 +77,7 @@ static int check_bins(const struct xindex *x, uint64_t *count)
 				CHECK(e->len == bin && e->prev == prev && e->prio == 0 &&
 				      e->parent == region && e->start >> x->region_shift == region,
 				      "bin %u region %u: node %u misfiled", bin, region, id);
-				CHECK(x->tag[e->start] == id, "bin node %u is not a free run", id);
+				CHECK(xi_tag(x, e->start) == id, "bin node %u is not a free run", id);
 				n++;
 			}
 			any |= has;
@@ -103,7 +105,7 @@ static long check_tree(const struct xindex *x, uint32_t id, uint32_t parent)
 	CHECK(e->parent == parent && e->prio != 0 && e->len > x->nexact,
 	      "treap node %u: bad link or size", id);
 	CHECK(parent == XI_NIL || x->node[parent].prio >= e->prio, "treap heap order");
-	CHECK(x->tag[e->start] == id, "treap node %u is not a free run", id);
+	CHECK(xi_tag(x, e->start) == id, "treap node %u is not a free run", id);
 	if (e->prev != XI_NIL)
 		CHECK(x->node[e->prev].len < e->len || (x->node[e->prev].len == e->len &&
 		      x->node[e->prev].start < e->start), "treap order (left)");
@@ -129,8 +131,33 @@ int xi_check(const struct xindex *x)
 	uint32_t max;
 	long treed;
 
-	if (check_runs(x, &pages, &runs, &largest) || check_bins(x, &binned))
+	uint64_t ngroups = ((uint64_t)x->npages + 63) / 64, spilled = 0;
+	uint64_t *bound = calloc(ngroups, sizeof(*bound));
+	int err;
+
+	if (!bound)
+		return -ENOMEM;
+	err = check_runs(x, &pages, &runs, &largest, bound);
+	for (uint64_t g = 0; !err && g < ngroups; g++) {
+		/* tags mark exactly the first and last pages of free runs */
+		if (xi_tagged(x, g) != bound[g]) {
+			hkv_log(HKV_LOG_ERR, "hkv_check: group %llu tags the wrong pages",
+				(unsigned long long)g);
+			err = -EUCLEAN;
+		}
+		if (x->grp[g].blk) {
+			spilled++;
+			if (x->grp[g].blk > x->ovf_cap)
+				err = -EUCLEAN;
+		} else if (__builtin_popcountll(bound[g]) > XI_GSLOTS) {
+			err = -EUCLEAN;		/* cannot fit its slots */
+		}
+	}
+	free(bound);
+	if (err || check_bins(x, &binned))
 		return -EUCLEAN;
+	CHECK(spilled + x->ovf_nfree == x->ovf_cap, "overflow blocks: %llu used, %u free of %u",
+	      (unsigned long long)spilled, x->ovf_nfree, x->ovf_cap);
 	treed = check_tree(x, x->root, XI_NIL);
 	if (treed < 0)
 		return -EUCLEAN;

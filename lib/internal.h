@@ -90,17 +90,20 @@ struct fext {			/* one free extent; 32 bytes */
 
 /*
  * Per-page state, one cache line per 64-page group: the allocated and
- * in_unit words, a word marking the pages that start or end a free extent,
- * and those pages' node ids in page order (slot i = the i-th marked page).
- * A group with more marked pages than slots (a finely fragmented one) keeps
- * its ids in an overflow block of 64, indexed by page, named by slot[0].
- * A free or an allocation reads and writes its neighbours' state in the
- * line it already holds for the bitmap: one miss where there were three.
+ * in_unit words, and the node ids of the group's pages that start or end a
+ * free extent, as up to XI_GSLOTS (page offset + 1, id) pairs (key byte 0 =
+ * empty slot). A group with more such pages (a finely fragmented one)
+ * keeps them in an overflow block of 64 ids indexed by page (blk = block +
+ * 1) and a bitmap of them in keys. A free or an allocation reads and
+ * writes its neighbours' tags in the line it already holds for the bitmap.
  */
-#define XI_GSLOTS	10
+#define XI_GSLOTS	8
 struct xgroup {
-	uint64_t alloc, in_unit, bound;
-	uint32_t slot[XI_GSLOTS];
+	uint64_t alloc, in_unit;
+	uint64_t keys;			/* XI_GSLOTS key bytes, or the bitmap */
+	uint32_t id[XI_GSLOTS];
+	uint32_t blk;			/* 0, or overflow block + 1 */
+	uint32_t pad;
 } __attribute__((aligned(64)));
 
 struct xindex {
@@ -153,11 +156,14 @@ int xi_reserve(struct xindex *x, uint32_t extra);
 int xi_reserve_grow(struct xindex *x, uint32_t blocks);
 static inline int xi_reserve_take(struct xindex *x, long k)
 {
-	return likely(x->ovf_nfree >= (uint64_t)k) ? 0 : xi_reserve_grow(x, (uint32_t)k);
+	return likely(x->ovf_nfree >= (uint64_t)k) ? 0
+		: xi_reserve_grow(x, (uint32_t)HKV_MIN(k, (long)UINT32_MAX));
 }
 /* node id tagged at page p (space-relative), XI_NIL if p is not the first
  * or last page of a free extent */
 uint32_t xi_tag(const struct xindex *x, uint32_t p);
+/* the tagged pages of a 64-page group, as a bitmap (checks) */
+uint64_t xi_tagged(const struct xindex *x, uint64_t group);
 /* free allocated pages (checked), coalescing; needs xi_reserve(x, 1) */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len);
 /* set/clear the allocated bits of absolute [start, start+len) */

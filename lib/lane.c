@@ -152,6 +152,8 @@ int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigne
 
 	if (k > (long)max_ext)
 		k = -ENOSPC;
+	else if (k > 0 && unlikely(xi_reserve_take(&l->xi, k)))
+		k = -ENOMEM;	/* the tags could not grow */
 	if (k < 0) {
 		l->c.alloc_failures++;
 		return (int)k;

@@ -30,8 +30,12 @@ void *meta_alloc(size_t bytes)
 	size_t len = meta_len(bytes);
 	char *p, *a;
 
-	if (bytes < META_HUGE)
-		return calloc(1, bytes);
+	if (bytes < META_HUGE) {	/* cache-line aligned: group lines */
+		p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+		if (p)
+			memset(p, 0, bytes);
+		return p;
+	}
 	p = os_default_ops.mmap(NULL, len + META_HUGE, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)

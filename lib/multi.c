@@ -70,11 +70,11 @@ static void free_prefetch(const struct xindex *x, const struct hkv_extent *e)
 {
 	uint64_t s = e->start - x->base, last = HKV_MIN(s + e->len, (uint64_t)x->npages) - 1;
 
-	__builtin_prefetch(&x->allocated[XI_WORD(s)]);
-	__builtin_prefetch(&x->allocated[XI_WORD(last + 1 < x->npages ? last + 1 : last)]);
-	__builtin_prefetch(&x->tag[s ? s - 1 : s], 1);
-	__builtin_prefetch(&x->tag[last], 1);
-	__builtin_prefetch(&x->tag[last + 1 < x->npages ? last + 1 : last], 1);
+	/* the group lines of the pages before, first, last and after */
+	__builtin_prefetch(&x->grp[(s ? s - 1 : s) >> 6], 1);
+	__builtin_prefetch(&x->grp[s >> 6], 1);
+	__builtin_prefetch(&x->grp[last >> 6], 1);
+	__builtin_prefetch(&x->grp[(last + 1 < x->npages ? last + 1 : last) >> 6], 1);
 }
 
 /* the common call: one extent inside one lane and one chunk */
@@ -253,6 +253,9 @@ int lane_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_extent *ext,
 		return -ENOMEM;
 	lanes_lock(pool, 0, last);
 	k = spread_plan(pool, n, s, max_ext);
+	for (i = 0; k > 0 && i <= last; i++)	/* every lane before any take */
+		if (s[i].k && xi_reserve_take(&pool->lanes[i].xi, s[i].k))
+			k = -ENOMEM;
 	if (k < 0) {
 		pool->lanes[0].c.alloc_failures++;
 		goto unlock;
@@ -311,6 +314,8 @@ static long lanes_plan(struct hkv_pool *pool, const uint64_t *count, unsigned lo
 		k = xi_plan(&pool->lanes[i].xi, count[i], flags & HKV_ALLOC_CONTIG);
 		if (k < 0)
 			return k;
+		if (xi_reserve_take(&pool->lanes[i].xi, k))	/* all lanes before any take */
+			return -ENOMEM;
 		sum += k;
 	}
 	return sum;

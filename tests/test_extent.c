@@ -15,8 +15,10 @@ static long take(struct xindex *x, uint64_t n, struct hkv_extent *ext)
 {
 	long k = xi_plan(x, n, false);
 
-	if (k > 0)
+	if (k > 0) {
+		assert_int_equal(xi_reserve_take(x, k), 0);
 		xi_take(x, n, k, ext);
+	}
 	return k;
 }
 
@@ -253,9 +255,41 @@ static void test_check_catches_corruption(void **state)
 	env_reload();
 }
 
+/* a group of 64 pages with more tagged pages than its line holds spills its
+ * tags to an overflow block and takes them back when it calms down */
+static void test_crowded_group(void **state)
+{
+	struct hkv_extent e[1];
+	struct xindex x;
+	uint64_t p;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 1000, 192, 0), 0);
+	for (p = 0; p < 192; p++) {
+		assert_int_equal(take(&x, 1, e), 1);
+		assert_int_equal(e[0].start, 1000 + p);	/* the low end, page by page */
+	}
+	for (p = 64; p < 128; p += 2)		/* 32 one-page runs in group 1 */
+		put(&x, 1000 + p, 1);
+	assert_true(x.ovf_cap >= 1 && x.ovf_nfree < x.ovf_cap);
+	assert_int_equal(xi_tag(&x, 70), x.node[xi_tag(&x, 70)].start == 70 ? xi_tag(&x, 70) : XI_NIL);
+	assert_int_equal(take(&x, 1, e), 1);	/* best fit: a one-page run */
+	assert_true(e[0].start >= 1064 && e[0].start < 1128 && e[0].start % 2 == 0);
+	put(&x, e[0].start, 1);
+	for (p = 65; p < 128; p += 2)		/* merge them all: one run, tags back */
+		put(&x, 1000 + p, 1);
+	assert_int_equal(x.ovf_nfree, x.ovf_cap);
+	assert_int_equal(x.free_extents, 1);
+	assert_int_equal(x.largest, 64);
+	put(&x, 1000, 64);
+	put(&x, 1128, 64);
+	assert_int_equal(x.largest, 192);
+	xi_fini(&x);
+}
+
 static void test_bit_ranges(void **state)
 {
-	uint64_t bits[8] = { 0 };	/* words 0, 2, 4, 6 (XI_WORD stride) */
+	uint64_t bits[32] = { 0 };	/* words 0, 8, 16, 24 (XI_WORD stride) */
 
 	(void)state;
 	xi_set_range(bits, 60, 70, true);
@@ -263,12 +297,14 @@ static void test_bit_ranges(void **state)
 	assert_false(xi_test_range(bits, 59, 2, true));
 	assert_true(xi_test_range(bits, 130, 50, false));
 	assert_false(xi_test_range(bits, 129, 2, false));
-	assert_int_equal(bits[0], 0xfull << 60);
-	assert_int_equal(bits[2], ~0ull);
-	assert_int_equal(bits[4], 0x3);
-	assert_int_equal(bits[1] | bits[3] | bits[5], 0);	/* the other map */
+	assert_int_equal(bits[XI_WORD(0)], 0xfull << 60);
+	assert_int_equal(bits[XI_WORD(64)], ~0ull);
+	assert_int_equal(bits[XI_WORD(128)], 0x3);
+	for (unsigned i = 0; i < 32; i++)	/* the rest of each group line */
+		if (i % 8)
+			assert_int_equal(bits[i], 0);
 	xi_set_range(bits, 64, 64, false);
-	assert_int_equal(bits[2], 0);
+	assert_int_equal(bits[XI_WORD(64)], 0);
 	assert_true(xi_test_range(bits, 0, 0, true));
 }
 
@@ -276,6 +312,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_init),
+		cmocka_unit_test(test_crowded_group),
 		cmocka_unit_test(test_carve_front_and_coalesce),
 		cmocka_unit_test(test_best_fit),
 		cmocka_unit_test(test_fewest_extents),
