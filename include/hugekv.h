@@ -430,8 +430,10 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  *	(see hkv_unit_add()); nothing is evicted for a request that eviction
  *	cannot make fit: more pages than the lane (contiguous: than the lane
  *	and a chunk) or the pool, or than its free pages plus the pages of
- *	unpinned units eviction would take. Eviction for a named lane takes
- *	the units homed there (whose first page, at hkv_unit_add(), lay in it)
+ *	unpinned units eviction would take, or @max_ext 0. A contiguous
+ *	request (or @max_ext 1) evicts until one free extent holds it.
+ *	Eviction for a named lane takes the units homed there (whose first
+ *	page, at hkv_unit_add(), lay in it)
  * @ext: receives up to @max_ext extents, largest first
  * @max_ext: room in @ext
  *
@@ -453,7 +455,8 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
  * @pool: the pool
  * @count: count[i] pages from lane i, for every lane of the pool
  * @flags: as for hkv_alloc(); with HKV_ALLOC_EVICT, nothing is evicted
- *	unless eviction can make every lane's count fit
+ *	unless eviction can make every lane's count fit (and @max_ext has
+ *	room for one extent per lane; exactly that is contiguous per lane)
  * @ext: receives the extents, lane by lane
  * @max_ext: room in @ext
  *

@@ -500,6 +500,7 @@ static bool any_room(const struct hkv_pool *pool, uint64_t n, bool contig)
  * @lane: the lane asked for, or HKV_LANE_ANY
  * @n: pages asked for
  * @flags: the request's HKV_ALLOC_* flags
+ * @max_ext: extents the caller has room for (1: the request is contiguous)
  *
  * First decides whether eviction can make the request fit at all (pages of
  * the lane, chunk, free plus evictable pages; an HKV_LANE_ANY request that
@@ -511,15 +512,18 @@ static bool any_room(const struct hkv_pool *pool, uint64_t n, bool contig)
  *
  * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
  */
-int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags)
+int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags,
+		  unsigned max_ext)
 {
 	struct hkv_res *r = pool->res;
-	bool any = lane >= pool->nlanes, contig = flags & HKV_ALLOC_CONTIG;
+	bool any = lane >= pool->nlanes, contig = (flags & HKV_ALLOC_CONTIG) || max_ext == 1;
 	unsigned fit;
 	int err;
 
 	if (res_in_callback(pool))		/* the same answer with or without eviction */
 		return -EDEADLK;
+	if (!max_ext)
+		return 0;			/* no answer fits in no extent */
 	if (!watermark(pool, pool->npages, free_of(pool, HKV_LANE_ANY), n) &&
 	    (any ? any_room(pool, n, contig)
 		 : !watermark(pool, pool->lanes[lane].npages, free_of(pool, lane), n) &&
@@ -552,22 +556,29 @@ unlock:
  * @pool: the pool
  * @count: pages per lane (their total at most the pool's pages)
  * @flags: the request's HKV_ALLOC_* flags
+ * @max_ext: extents the caller has room for (one per lane: contiguous)
  *
  * All or nothing as the allocation is: if eviction cannot make every
  * lane's count fit, nothing is evicted.
  *
  * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
  */
-int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags)
+int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags,
+			unsigned max_ext)
 {
 	struct hkv_res *r = pool->res;
 	bool contig = flags & HKV_ALLOC_CONTIG, need = false;
-	uint64_t total = 0;
+	uint64_t total = 0, lanes = 0;
 	unsigned i;
 	int err;
 
 	if (res_in_callback(pool))
 		return -EDEADLK;
+	for (i = 0; i < pool->nlanes; i++)
+		lanes += !!count[i];
+	if (lanes > max_ext)
+		return 0;		/* at least one extent per lane: never fits */
+	contig |= lanes == max_ext;
 	for (i = 0; i < pool->nlanes; i++) {
 		total += count[i];
 		need |= count[i] && (watermark(pool, pool->lanes[i].npages, free_of(pool, i),

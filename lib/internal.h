@@ -484,12 +484,15 @@ long long smaps_page_size(const void *addr, uint64_t len);
 /* ---- evict.c: units, pins, LRU, planned eviction ------------------------ */
 int res_create(struct hkv_pool *pool);
 void res_destroy(struct hkv_pool *pool);
-/* before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY): evicts
- * only if that can make the request fit; 0, -EDEADLK (inside the pool's
- * evict callback) or -ECHILD (pool inherited through fork()) */
-int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags);
+/* before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY) into
+ * max_ext extents: evicts only if that can make the request fit; 0,
+ * -EDEADLK (inside the pool's evict callback) or -ECHILD (pool inherited
+ * through fork()) */
+int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags,
+		  unsigned max_ext);
 /* the same for hkv_alloc_lanes(): count[i] pages from every lane i */
-int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags);
+int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags,
+			unsigned max_ext);
 /* residency fields of a snapshot; 0, -EDEADLK or -ECHILD */
 int res_stats(struct hkv_pool *pool, struct hkv_stats *st);
 /* hkv_check() of the units (takes the residency and every lane lock) */

@@ -349,7 +349,7 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 	}
 	ret = lanes_validate(pool, count, &lo, &hi, &total);
 	if (!ret && (flags & HKV_ALLOC_EVICT))
-		ret = res_make_room_lanes(pool, count, flags);
+		ret = res_make_room_lanes(pool, count, flags, max_ext);
 	if (ret)
 		goto out;
 	lanes_lock(pool, lo, hi);

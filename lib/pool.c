@@ -167,7 +167,7 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		goto out;
 	}
 	if (flags & HKV_ALLOC_EVICT) {
-		ret = res_make_room(pool, lane, npages, flags);
+		ret = res_make_room(pool, lane, npages, flags, max_ext);
 		if (ret)
 			goto out;
 	}

@@ -469,6 +469,38 @@ static void test_evict_contig(void **state)
 }
 
 /*
+ * Room for the answer: no room (max_ext 0) evicts nothing; room for one
+ * extent is a contiguous request; hkv_alloc_lanes needs one per lane.
+ */
+static void test_evict_max_ext(void **state)
+{
+	struct hkv_pool *p = mkpool((struct pool_cfg){ .npages = 100, .nlanes = 2, .window = 1 });
+	uint64_t count[2] = { 10, 10 };
+	struct log lg = { 0 };
+	struct hkv_extent e[2];
+
+	(void)state;
+	hkv_set_evict_fn(p, log_fn, &lg);
+	for (uint64_t i = 0; i < 5; i++)
+		assert_int_equal(unit(p, i, 10, 0), i * 10);
+	for (uint64_t i = 5; i < 10; i++)
+		unit(p, i, 10, 1);
+	assert_true(hkv_alloc(p, 10, 0, HKV_ALLOC_EVICT, e, 0) < 0);
+	assert_true(hkv_alloc_lanes(p, count, HKV_ALLOC_EVICT, e, 1) < 0);
+	assert_int_equal(lg.n, 0);
+	/* lane 0 coldest first: 0, 2, 4, then 1, 3 (no two adjacent) */
+	for (uint64_t i = 1; i < 5; i += 2)
+		assert_int_equal(hkv_unit_touch(p, i), 0);
+	assert_int_equal(hkv_alloc(p, 20, 0, HKV_ALLOC_EVICT, e, 1), 1);
+	assert_int_equal(e[0].len, 20);
+	assert_int_equal(lg.n, 4);		/* 0 2 4 leave holes; 1 joins 0..29 */
+	assert_int_equal(hkv_alloc_lanes(p, count, HKV_ALLOC_EVICT, e, 2), 2);
+	assert_int_equal(stats(p).evict_failures, 0);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
+/*
  * Victim window: units 0..9 of 10 pages in address order, coldest first,
  * unit 5 removed (a hole at 50..59). Plain LRU takes unit 0; window 8
  * takes unit 4, the coldest that borders the hole, and the free run grows.
@@ -544,6 +576,7 @@ int main(void)
 		cmocka_unit_test(test_victim_window),
 		cmocka_unit_test(test_never_fits),
 		cmocka_unit_test(test_evict_contig),
+		cmocka_unit_test(test_evict_max_ext),
 		cmocka_unit_test(test_callback_reentry),
 		cmocka_unit_test(test_chunk_boundary),
 	};
