@@ -66,6 +66,37 @@ static void test_json_layout(void **state)
 	free(s);
 }
 
+struct rec {
+	uint64_t a;
+	unsigned b;
+	int c;
+	bool d;
+};
+
+static const struct json_field rec_fields[] = {
+	JSON_FIELD(struct rec, a, JSON_U64), JSON_FIELD(struct rec, b, JSON_UINT),
+	JSON_FIELD_AS(struct rec, c, "see", JSON_INT), JSON_FIELD(struct rec, d, JSON_BOOL),
+};
+
+static void doc_fields(struct json *j)
+{
+	static const struct rec r = { .a = UINT64_MAX, .b = UINT32_MAX, .c = -7, .d = true };
+
+	json_obj(j, "r");
+	json_fields(j, &r, rec_fields, JSON_NFIELDS(rec_fields));
+	json_close(j);
+}
+
+static void test_json_fields(void **state)
+{
+	char *s = json_text(doc_fields);
+
+	(void)state;
+	assert_string_equal(s, "{\"r\": {\"a\": 18446744073709551615, \"b\": 4294967295, "
+			    "\"see\": -7, \"d\": true}}\n");
+	free(s);
+}
+
 static char *escaped(const char *in, size_t n)
 {
 	char *buf = NULL;
@@ -208,6 +239,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_layout),
+		cmocka_unit_test(test_json_fields),
 		cmocka_unit_test(test_json_escaping),
 		cmocka_unit_test(test_json_keys_escaped),
 		cmocka_unit_test(test_parse_size),

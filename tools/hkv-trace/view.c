@@ -408,17 +408,21 @@ static void json_hist(struct json *j, const char *key, const struct hkv_hist *h)
 	json_close(j);
 }
 
-/* per-pool counters: the BPF struct's fields, named as they are there */
-static const struct {
-	const char *name;
-	size_t off;
-} pool_fields[] = {
-#define F(x) { #x, offsetof(struct hkv_pool_stats, x) }
-	F(allocs), F(alloc_failures), F(alloc_pages), F(alloc_extents),
-	F(multi_extent_allocs), F(frees), F(free_failures), F(freed_pages),
-	F(evictions), F(evicted_pages), F(evict_runs), F(frags), F(arena_maps),
-	F(mapped_bytes), F(fallbacks),
-#undef F
+/* per-pool counters and per-peer transfer counters: the BPF structs'
+ * fields, named as they are there */
+#define POOL_F(m)	JSON_FIELD(struct hkv_pool_stats, m, JSON_U64)
+static const struct json_field pool_fields[] = {
+	POOL_F(allocs), POOL_F(alloc_failures), POOL_F(alloc_pages), POOL_F(alloc_extents),
+	POOL_F(multi_extent_allocs), POOL_F(frees), POOL_F(free_failures), POOL_F(freed_pages),
+	POOL_F(evictions), POOL_F(evicted_pages), POOL_F(evict_runs), POOL_F(frags),
+	POOL_F(arena_maps), POOL_F(mapped_bytes), POOL_F(fallbacks),
+};
+
+#define XFER_F(m)	JSON_FIELD(struct hkv_xfer_stats, m, JSON_U64)
+static const struct json_field xfer_fields[] = {
+	XFER_F(submits), XFER_F(submit_pages), XFER_F(submit_ops), XFER_F(submit_bytes),
+	XFER_F(dones), XFER_F(done_ops), XFER_F(done_bytes), XFER_F(failures),
+	XFER_F(ns_max), XFER_F(stragglers),
 };
 
 static void json_pools(struct json *j, const struct view *v)
@@ -430,9 +434,7 @@ static void json_pools(struct json *j, const struct view *v)
 		json_obj(j, NULL);
 		json_u64(j, "pid", r->key.tgid);
 		json_u64(j, "pool", r->key.pool);
-		for (size_t k = 0; k < sizeof(pool_fields) / sizeof(pool_fields[0]); k++)
-			json_u64(j, pool_fields[k].name,
-				 *(const __u64 *)((const char *)&r->st + pool_fields[k].off));
+		json_fields(j, &r->st, pool_fields, JSON_NFIELDS(pool_fields));
 		json_u64(j, "free_pages", r->free_pages);
 		json_u64(j, "free_extents", r->free_extents);
 		json_u64(j, "largest_free_extent", r->largest);
@@ -452,17 +454,8 @@ static void json_xfers(struct json *j, const struct view *v, double elapsed)
 		json_u64(j, "pid", r->key.tgid);
 		json_u64(j, "pool", r->key.pool);
 		json_u64(j, "peer", r->key.peer);
-		json_u64(j, "submits", s->submits);
-		json_u64(j, "submit_pages", s->submit_pages);
-		json_u64(j, "submit_ops", s->submit_ops);
-		json_u64(j, "submit_bytes", s->submit_bytes);
-		json_u64(j, "dones", s->dones);
-		json_u64(j, "done_ops", s->done_ops);
-		json_u64(j, "done_bytes", s->done_bytes);
-		json_u64(j, "failures", s->failures);
+		json_fields(j, s, xfer_fields, JSON_NFIELDS(xfer_fields));
 		json_dbl(j, "ns_mean", s->dones ? (double)s->ns_sum / s->dones : 0);
-		json_u64(j, "ns_max", s->ns_max);
-		json_u64(j, "stragglers", s->stragglers);
 		json_dbl(j, "bytes_per_s", elapsed > 0 ? s->done_bytes / elapsed : 0);
 		json_close(j);
 	}

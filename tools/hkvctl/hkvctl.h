@@ -55,7 +55,7 @@ int ctl_arg_size(const char *cmd, const char *opt, const char *arg, uint64_t min
 		 uint64_t *out);
 uint64_t ctl_units(uint64_t bytes, uint64_t unit);
 const char *ctl_fmt_size(uint64_t bytes, char *buf, size_t n);
-void ctl_err(const char *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* "hkvctl CMD: message" on stderr (@cmd a string literal) */
+#define ctl_err(cmd, ...)	tool_err("hkvctl " cmd, __VA_ARGS__)
 
 #endif /* HKVCTL_H */

@@ -8,11 +8,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hugekv.h"
-#include "topo.h"
+#include "machine.h"
 
 #define PLAN_KV_PAGE	(64ull << 10)	/* default KV page: 64 KiB */
 
@@ -134,7 +135,7 @@ struct reco {
 	uint64_t page, need, free, total, shortfall, target;
 };
 
-static int size_index(const struct topo *t, uint64_t page)
+static int size_index(const struct machine *t, uint64_t page)
 {
 	for (int k = 0; k < t->nsizes; k++)
 		if (t->size[k].page_bytes == page)
@@ -142,10 +143,10 @@ static int size_index(const struct topo *t, uint64_t page)
 	return -1;
 }
 
-static bool node_reco(const struct topo *t, const struct hkv_plan_node *pn, int backing_asked,
+static bool node_reco(const struct machine *t, const struct hkv_plan_node *pn, int backing_asked,
 		      struct reco *r)
 {
-	int ni = topo_node_index(t, pn->node), k;
+	int ni = machine_node_index(t, pn->node), k;
 
 	memset(r, 0, sizeof(*r));
 	if (ni < 0 || pn->hugepage_bytes > 4096 ||
@@ -180,37 +181,44 @@ static bool plan_ok(const struct hkv_plan *p, int ret)
 	return true;
 }
 
+#define NODE_F(m, t)	JSON_FIELD(struct hkv_plan_node, m, t)
+static const struct json_field node_fields[] = {
+	NODE_F(node, JSON_INT), NODE_F(ncpus, JSON_UINT), NODE_F(first_page, JSON_U64),
+	NODE_F(npages, JSON_U64), NODE_F(bytes, JSON_U64), NODE_F(hugepage_bytes, JSON_U64),
+	NODE_F(hugepages_needed, JSON_U64), NODE_F(wanted_bytes, JSON_U64),
+	NODE_F(wanted_needed, JSON_U64), NODE_F(wanted_free, JSON_U64),
+	NODE_F(wanted_total, JSON_U64), NODE_F(shortfall, JSON_U64),
+	NODE_F(reserve_total, JSON_U64), NODE_F(fallback_errno, JSON_INT),
+};
+
+#define RECO_F(m, key)	JSON_FIELD_AS(struct reco, m, key, JSON_U64)
+static const struct json_field reco_fields[] = {
+	RECO_F(page, "page_bytes"), RECO_F(need, "needed"), RECO_F(free, "free"),
+	RECO_F(shortfall, "shortfall"), RECO_F(target, "nr_hugepages"),
+};
+
+#define PART_F(m, t)	JSON_FIELD(struct hkv_plan_part, m, t)
+static const struct json_field part_fields[] = {
+	PART_F(node, JSON_INT), PART_F(hugepage_bytes, JSON_U64), PART_F(bytes, JSON_U64),
+	PART_F(first_page, JSON_U64), PART_F(npages, JSON_U64), PART_F(hugepages, JSON_U64),
+	PART_F(node_free, JSON_U64), PART_F(shortfall, JSON_U64),
+	PART_F(wanted_bytes, JSON_U64), PART_F(fallback_errno, JSON_INT),
+};
+
 static void json_node(struct json *j, const struct hkv_plan_node *pn,
 		      const struct reco *r, bool has_reco)
 {
 	json_obj(j, NULL);
-	json_i64(j, "node", pn->node);
-	json_u64(j, "ncpus", pn->ncpus);
-	json_u64(j, "first_page", pn->first_page);
-	json_u64(j, "npages", pn->npages);
-	json_u64(j, "bytes", pn->bytes);
+	json_fields(j, pn, node_fields, JSON_NFIELDS(node_fields));
 	json_str(j, "backing", hkv_backing_name(pn->backing));
-	json_u64(j, "hugepage_bytes", pn->hugepage_bytes);
-	json_u64(j, "hugepages_needed", pn->hugepages_needed);
 	json_str(j, "wanted_backing", hkv_backing_name(pn->wanted_backing));
-	json_u64(j, "wanted_bytes", pn->wanted_bytes);
-	json_u64(j, "wanted_needed", pn->wanted_needed);
-	json_u64(j, "wanted_free", pn->wanted_free);
-	json_u64(j, "wanted_total", pn->wanted_total);
-	json_u64(j, "shortfall", pn->shortfall);
-	json_u64(j, "reserve_total", pn->reserve_total);
-	json_i64(j, "fallback_errno", pn->fallback_errno);
 	json_str(j, "fallback_reason", pn->fallback_errno ? strerror(-pn->fallback_errno) : NULL);
 	if (has_reco) {
 		json_obj(j, "reserve");
-		json_u64(j, "page_bytes", r->page);
-		json_u64(j, "needed", r->need);
-		json_u64(j, "free", r->free);
-		json_u64(j, "shortfall", r->shortfall);
-		json_u64(j, "nr_hugepages", r->target);
+		json_fields(j, r, reco_fields, JSON_NFIELDS(reco_fields));
 		json_close(j);
 	} else {
-		json_str(j, "reserve", NULL);
+		json_null(j, "reserve");
 	}
 	json_close(j);
 }
@@ -218,24 +226,15 @@ static void json_node(struct json *j, const struct hkv_plan_node *pn,
 static void json_part(struct json *j, const struct hkv_plan_part *pt)
 {
 	json_obj(j, NULL);
-	json_i64(j, "node", pt->node);
+	json_fields(j, pt, part_fields, JSON_NFIELDS(part_fields));
 	json_str(j, "backing", hkv_backing_name(pt->backing));
-	json_u64(j, "hugepage_bytes", pt->hugepage_bytes);
-	json_u64(j, "bytes", pt->bytes);
-	json_u64(j, "first_page", pt->first_page);
-	json_u64(j, "npages", pt->npages);
-	json_u64(j, "hugepages", pt->hugepages);
-	json_u64(j, "node_free", pt->node_free);
-	json_u64(j, "shortfall", pt->shortfall);
-	json_u64(j, "wanted_bytes", pt->wanted_bytes);
 	json_bool(j, "fallback", pt->flags & HKV_REGION_FALLBACK);
 	json_bool(j, "round_up", pt->flags & HKV_REGION_ROUND_UP);
-	json_i64(j, "fallback_errno", pt->fallback_errno);
 	json_close(j);
 }
 
 static void plan_json(const struct plan_args *a, const struct hkv_plan *p,
-		      const struct topo *t, int ret)
+		      const struct machine *t, int ret)
 {
 	struct json j;
 	struct reco r;
@@ -313,7 +312,7 @@ static void plan_text_parts(const struct hkv_plan *p, int node)
 	}
 }
 
-static void plan_text_node(const struct topo *t, const struct hkv_plan *p,
+static void plan_text_node(const struct machine *t, const struct hkv_plan *p,
 			   const struct hkv_plan_node *pn, int asked)
 {
 	unsigned nparts = node_parts(p, pn->node);
@@ -345,7 +344,7 @@ static void plan_text_node(const struct topo *t, const struct hkv_plan *p,
 }
 
 static void plan_text(const struct plan_args *a, const struct hkv_plan *p,
-		      const struct topo *t, int ret)
+		      const struct machine *t, int ret)
 {
 	char x[32], y[32], z[32];
 
@@ -378,7 +377,7 @@ int cmd_plan(int argc, char **argv)
 	struct plan_args a = { .o = { .sz = sizeof(a.o), .numa_node = -1,
 				      .page_bytes = PLAN_KV_PAGE, .nlanes = 1 } };
 	struct hkv_plan p = { .sz = sizeof(p) };
-	struct topo *t;
+	struct machine *t;
 	int ret;
 
 	ret = plan_args(argc, argv, &a);
@@ -393,7 +392,7 @@ int cmd_plan(int argc, char **argv)
 			"size that overflows)" : hkv_strerror(ret));
 		return TOOL_FAIL;
 	}
-	if (topo_read(&t)) {
+	if (machine_read(&t)) {
 		ctl_err("plan", "cannot read the topology");
 		return TOOL_FAIL;
 	}
@@ -401,6 +400,6 @@ int cmd_plan(int argc, char **argv)
 		plan_json(&a, &p, t, ret);
 	else
 		plan_text(&a, &p, t, ret);
-	topo_free(t);
+	machine_free(t);
 	return plan_ok(&p, ret) ? TOOL_OK : TOOL_FAIL;
 }

@@ -15,7 +15,7 @@
 #include <hugetlbfs.h>
 
 #include "hkvctl.h"
-#include "topo.h"
+#include "machine.h"
 
 static void topo_usage(FILE *f)
 {
@@ -32,7 +32,7 @@ static void topo_usage(FILE *f)
 "  -h, --help this text\n");
 }
 
-static void print_nodes_text(const struct topo *t)
+static void print_nodes_text(const struct machine *t)
 {
 	char a[32], b[32];
 
@@ -41,7 +41,7 @@ static void print_nodes_text(const struct topo *t)
 		printf("%s%d", i ? "," : "", t->node[i].id);
 	printf(")\n");
 	for (int i = 0; i < t->nnodes; i++) {
-		const struct topo_node *n = &t->node[i];
+		const struct machine_node *n = &t->node[i];
 
 		printf("node %d cpus: %s\n", n->id, n->cpulist);
 		printf("node %d size: %s  free: %s\n", n->id,
@@ -60,14 +60,14 @@ static void print_nodes_text(const struct topo *t)
 	}
 }
 
-static void print_pools_text(const struct topo *t)
+static void print_pools_text(const struct machine *t)
 {
 	char s[32], a[32];
 
 	printf("\nhugepage pools (pages):\n  %-6s %-5s %10s %10s %10s %10s\n",
 	       "size", "node", "total", "free", "surplus", "free bytes");
 	for (int k = 0; k < t->nsizes; k++) {
-		const struct topo_size *z = &t->size[k];
+		const struct machine_size *z = &t->size[k];
 
 		for (int i = 0; i < t->nnodes; i++) {
 			const struct ctl_pool *p = &t->node[i].pool[k];
@@ -90,7 +90,7 @@ static void print_pools_text(const struct topo *t)
 		       t->size[k].mount ? t->size[k].mount : "(not mounted)");
 }
 
-static void print_limits_text(const struct topo *t)
+static void print_limits_text(const struct machine *t)
 {
 	char a[32], b[32];
 
@@ -109,13 +109,13 @@ static void print_limits_text(const struct topo *t)
 		       ctl_fmt_size(t->cg[i].usage, b, sizeof(b)));
 }
 
-static void print_pci_text(const struct topo *t)
+static void print_pci_text(const struct machine *t)
 {
 	printf("\nPCI devices (GPU/NIC/accelerator):\n");
 	if (!t->npci)
 		printf("  none found\n");
 	for (int i = 0; i < t->npci; i++) {
-		const struct topo_pci *d = &t->pci[i];
+		const struct machine_pci *d = &t->pci[i];
 
 		printf("  %s %-5s class %s vendor %s node %2d driver %s%s%s\n",
 		       d->addr, d->kind, d->class, d->vendor, d->node,
@@ -124,14 +124,14 @@ static void print_pci_text(const struct topo *t)
 	}
 }
 
-static void print_json(const struct topo *t)
+static void print_json(const struct machine *t)
 {
 	struct json j;
 
 	json_begin(&j, stdout);
 	json_arr(&j, "nodes");
 	for (int i = 0; i < t->nnodes; i++) {
-		const struct topo_node *n = &t->node[i];
+		const struct machine_node *n = &t->node[i];
 
 		json_obj(&j, NULL);
 		json_i64(&j, "node", n->id);
@@ -159,7 +159,7 @@ static void print_json(const struct topo *t)
 		json_close(&j);
 	}
 	json_close(&j);
-	topo_json_rest(t, &j);
+	machine_json_rest(t, &j);
 	json_end(&j);
 }
 
@@ -170,7 +170,7 @@ int cmd_topology(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct topo *t;
+	struct machine *t;
 	bool json = false;
 	int c, r;
 
@@ -185,7 +185,7 @@ int cmd_topology(int argc, char **argv)
 		ctl_err("topology", "unexpected argument '%s'", argv[optind]);
 		return TOOL_USAGE;
 	}
-	r = topo_read(&t);
+	r = machine_read(&t);
 	if (r) {
 		ctl_err("topology", "cannot read the topology: %s", strerror(-r));
 		return TOOL_FAIL;
@@ -198,6 +198,6 @@ int cmd_topology(int argc, char **argv)
 		print_limits_text(t);
 		print_pci_text(t);
 	}
-	topo_free(t);
+	machine_free(t);
 	return TOOL_OK;
 }

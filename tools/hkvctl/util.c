@@ -47,22 +47,6 @@ int ctl_fmt(char *buf, size_t n, const char *fmt, ...)
 }
 
 /**
- * ctl_err() - print "hkvctl CMD: message" to stderr
- * @cmd: subcommand name
- * @fmt: printf format
- */
-void ctl_err(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "hkvctl %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/**
  * ctl_arg_size() - the SIZE of an option, in bytes (tools/lib/parse.h rules)
  * @cmd: subcommand, for the message
  * @opt: option name without "--"
@@ -77,18 +61,20 @@ int ctl_arg_size(const char *cmd, const char *opt, const char *arg, uint64_t min
 {
 	uint64_t v;
 	int err = tool_parse_size(arg, &v);
+	char who[64];
 
+	ctl_fmt(who, sizeof(who), "hkvctl %s", cmd);
 	if (err == -ERANGE) {
-		ctl_err(cmd, "bad --%s '%s': more than 2^64 - 1 bytes", opt, arg);
+		tool_err(who, "bad --%s '%s': more than 2^64 - 1 bytes", opt, arg);
 		return -EINVAL;
 	}
 	if (err) {
-		ctl_err(cmd, "bad --%s '%s': not a size (decimal, K/M/G/T/P/E suffixes are "
+		tool_err(who, "bad --%s '%s': not a size (decimal, K/M/G/T/P/E suffixes are "
 			"powers of 1024, e.g. 200G, 1.5T, 2M)", opt, arg);
 		return -EINVAL;
 	}
 	if (v < min) {
-		ctl_err(cmd, "bad --%s '%s': at least %" PRIu64 " bytes", opt, arg, min);
+		tool_err(who, "bad --%s '%s': at least %" PRIu64 " bytes", opt, arg, min);
 		return -EINVAL;
 	}
 	*out = v;

@@ -140,21 +140,22 @@ static void print_text_map(const struct map *m, const struct verdict *d)
 		       ctl_fmt_size(d->populated, b, sizeof(b)));
 }
 
+#define MAP_F(m, t)	JSON_FIELD(struct map, m, t)
+static const struct json_field map_fields[] = {
+	MAP_F(start, JSON_U64), MAP_F(end, JSON_U64), MAP_F(page_bytes, JSON_U64),
+	MAP_F(hugetlb, JSON_BOOL), MAP_F(thp_advised, JSON_BOOL), MAP_F(thp_bytes, JSON_U64),
+	MAP_F(dontfork, JSON_BOOL),
+};
+
 static void json_map(struct json *j, const struct map *m, const struct verdict *d)
 {
 	uint64_t pb = m->numa_page_bytes ? m->numa_page_bytes : m->page_bytes;
 	char prob[64];
 
 	json_obj(j, NULL);
-	json_u64(j, "start", m->start);
-	json_u64(j, "end", m->end);
+	json_fields(j, m, map_fields, JSON_NFIELDS(map_fields));
 	json_u64(j, "bytes", m->end - m->start);
 	json_str(j, "path", m->path);
-	json_u64(j, "page_bytes", m->page_bytes);
-	json_bool(j, "hugetlb", m->hugetlb);
-	json_bool(j, "thp_advised", m->thp_advised);
-	json_u64(j, "thp_bytes", m->thp_bytes);
-	json_bool(j, "dontfork", m->dontfork);
 	json_str(j, "policy", m->policy[0] ? m->policy : NULL);
 	json_u64(j, "populated_bytes", d->populated);
 	json_obj(j, "node_bytes");

@@ -197,3 +197,25 @@ void json_strn(struct json *j, const char *key, const char *v, size_t n)
 	json_key(j, key);
 	json_write_string(j->f, v, n);
 }
+
+void json_fields(struct json *j, const void *obj, const struct json_field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const void *p = (const char *)obj + f[i].off;
+
+		switch (f[i].type) {
+		case JSON_U64:
+			json_u64(j, f[i].name, *(const uint64_t *)p);
+			break;
+		case JSON_UINT:
+			json_u64(j, f[i].name, *(const unsigned *)p);
+			break;
+		case JSON_INT:
+			json_i64(j, f[i].name, *(const int *)p);
+			break;
+		case JSON_BOOL:
+			json_bool(j, f[i].name, *(const bool *)p);
+			break;
+		}
+	}
+}

@@ -56,6 +56,31 @@ void json_strn(struct json *j, const char *key, const char *v, size_t n);
 /* the key (and separator); the caller then writes one JSON value to j->f */
 void json_key(struct json *j, const char *key);
 
+/*
+ * Field tables: the members of a struct written in table order, named
+ * once (as lib/stats_print.c prints struct hkv_stats):
+ *
+ *	static const struct json_field node_fields[] = {
+ *		JSON_FIELD(struct hkv_plan_node, node, JSON_INT),
+ *		JSON_FIELD(struct hkv_plan_node, npages, JSON_U64), ...
+ *	};
+ *	json_fields(j, pn, node_fields, JSON_NFIELDS(node_fields));
+ */
+enum json_type { JSON_U64, JSON_UINT, JSON_INT, JSON_BOOL };
+
+struct json_field {
+	const char *name;
+	size_t off;
+	enum json_type type;
+};
+
+#define JSON_FIELD_AS(type, member, key, t)	{ key, offsetof(type, member), t }
+#define JSON_FIELD(type, member, t)		JSON_FIELD_AS(type, member, #member, t)
+#define JSON_NFIELDS(table)			(sizeof(table) / sizeof((table)[0]))
+
+/* write the fields of @obj that @f describes, as members of the open object */
+void json_fields(struct json *j, const void *obj, const struct json_field *f, size_t n);
+
 /* a JSON string literal of @n bytes of @s on @f, escaped as above */
 void json_write_string(FILE *f, const char *s, size_t n);
 

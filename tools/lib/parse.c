@@ -117,18 +117,22 @@ int tool_parse_count(const char *s, uint64_t *out)
 	return parse_scaled(s, "KMGT", 1000, false, out);
 }
 
+/* an optional '-' and a decimal digit: no spaces, no '+', no hex, no
+ * "nan" or "inf" (which strtol and strtod would take) */
+static bool plain_start(const char *s)
+{
+	if (*s == '-')
+		s++;
+	return isdigit((unsigned char)*s) && !(s[0] == '0' && (s[1] == 'x' || s[1] == 'X'));
+}
+
 int tool_parse_int(const char *s, long min, long max, long *out)
 {
-	const char *p = s;
 	char *end;
 	long v;
 
-	if (!s)
+	if (!s || !plain_start(s))
 		return -EINVAL;
-	if (*p == '-')
-		p++;
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL;		/* no spaces, no '+', no hex */
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (*end)
@@ -141,16 +145,10 @@ int tool_parse_int(const char *s, long min, long max, long *out)
 
 int tool_parse_double(const char *s, double lo, double hi, double *out)
 {
-	const char *p = s;
 	char *end;
 	double v;
 
-	if (!s)
-		return -EINVAL;
-	if (*p == '-')
-		p++;
-	/* strtod also reads "nan", "inf" and hex floats: digits first */
-	if (!isdigit((unsigned char)*p) || (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')))
+	if (!s || !plain_start(s))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);

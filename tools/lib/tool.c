@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * tool.c - --version and usage errors, the same in every tool (tool.h).
+ * tool.c - --version and error messages, the same in every tool (tool.h).
  */
 #include <stdarg.h>
 
@@ -18,14 +18,13 @@ int tool_version(const char *name)
 	return TOOL_OK;
 }
 
-int tool_usage_error(const char *name, const char *fmt, ...)
+void tool_err(const char *who, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", name);
+	fprintf(stderr, "%s: ", who);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", name);
-	return TOOL_USAGE;
+	fputc('\n', stderr);
 }

@@ -4,8 +4,9 @@
  * conventions): exit status 0 ok, 1 the action failed or found a problem,
  * 2 bad usage; --version prints "NAME (hugekv) VERSION"; --help goes to
  * stdout and exits 0, a usage error names the problem on stderr and exits
- * 2; --json prints one JSON object on stdout (json_writer.h). And the one
- * clock the tools time things with.
+ * 2; --json prints one JSON object on stdout (json_writer.h); errors are
+ * "TOOL[ COMMAND]: message" on stderr. And the one clock the tools time
+ * things with.
  */
 #ifndef HKV_TOOLS_TOOL_H
 #define HKV_TOOLS_TOOL_H
@@ -21,9 +22,8 @@ extern const char tool_version_string[];
 
 /* print "NAME (hugekv) VERSION" on stdout; returns TOOL_OK */
 int tool_version(const char *name);
-/* "NAME: message" on stderr, then "Try 'NAME --help'." ; returns TOOL_USAGE */
-int tool_usage_error(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* "WHO: message" and a newline on stderr */
+void tool_err(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns(), in ns and in seconds */
 static inline uint64_t tool_now_ns(void)

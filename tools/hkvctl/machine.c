@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * topo.c - read the machine: nodes, hugepage pools, THP, mounts, memlock,
+ * machine.c - read the machine: nodes, hugepage pools, THP, mounts, memlock,
  * hugetlb cgroup limits, PCI devices with their node.
  */
 #include <dirent.h>
@@ -14,9 +14,9 @@
 
 #include <hugetlbfs.h>
 
-#include "topo.h"
+#include "machine.h"
 
-static void read_node(struct topo_node *n)
+static void read_node(struct machine_node *n)
 {
 	char p[512], buf[8192], *line, *save = NULL;
 	unsigned long long kb;
@@ -25,7 +25,7 @@ static void read_node(struct topo_node *n)
 	ctl_path(p, sizeof(p), "/sys/devices/system/node/node%d/cpulist", n->id);
 	if (ctl_read_str(p, n->cpulist, sizeof(n->cpulist)) < 0)
 		n->cpulist[0] = '\0';
-	r = ctl_parse_list(n->cpulist, n->cpus, TOPO_MAX_CPUS);
+	r = ctl_parse_list(n->cpulist, n->cpus, MACHINE_MAX_CPUS);
 	n->ncpus = r > 0 ? r : 0;
 
 	ctl_path(p, sizeof(p), "/sys/devices/system/node/node%d/meminfo", n->id);
@@ -42,7 +42,7 @@ static void read_node(struct topo_node *n)
 	if (ctl_read_str(p, buf, sizeof(buf)) > 0) {
 		char *s = buf, *end;
 
-		for (n->ndist = 0; n->ndist < TOPO_MAX_DIST; n->ndist++) {
+		for (n->ndist = 0; n->ndist < MACHINE_MAX_DIST; n->ndist++) {
 			long d = strtol(s, &end, 10);
 
 			if (end == s)
@@ -54,7 +54,7 @@ static void read_node(struct topo_node *n)
 }
 
 /* no node directory (kernel without NUMA): node 0 is the whole machine */
-static void read_meminfo_fallback(struct topo_node *n)
+static void read_meminfo_fallback(struct machine_node *n)
 {
 	char p[512], buf[8192];
 	unsigned long long kb;
@@ -69,7 +69,7 @@ static void read_meminfo_fallback(struct topo_node *n)
 		n->mem_free = (uint64_t)kb << 10;
 }
 
-static void read_sizes(struct topo *t)
+static void read_sizes(struct machine *t)
 {
 	uint64_t s[CTL_MAX_SIZES];
 	long lib[CTL_MAX_SIZES];
@@ -82,7 +82,7 @@ static void read_sizes(struct topo *t)
 	if (!ctl_fake_root())
 		nlib = gethugepagesizes(lib, CTL_MAX_SIZES);
 	for (int k = 0; k < t->nsizes; k++) {
-		struct topo_size *z = &t->size[k];
+		struct machine_size *z = &t->size[k];
 
 		ctl_pool_read(-1, z->page_bytes, &z->global);
 		for (int i = 0; i < nlib; i++)
@@ -114,13 +114,13 @@ static void read_thp(const char *file, char *out, size_t n)
 	}
 }
 
-static void cg_add(struct topo *t, const char *dir, const char *path,
+static void cg_add(struct machine *t, const char *dir, const char *path,
 		   const char *size, const char *lim, const char *use)
 {
 	char p[768], buf[64];
-	struct topo_cg *c;
+	struct machine_cg *c;
 
-	if (t->ncg >= TOPO_MAX_CG)
+	if (t->ncg >= MACHINE_MAX_CG)
 		return;
 	c = &t->cg[t->ncg];
 	memset(c, 0, sizeof(*c));
@@ -140,7 +140,7 @@ static void cg_add(struct topo *t, const char *dir, const char *path,
 }
 
 /* hugetlb limits of this process's cgroup (v2 or the v1 hugetlb hierarchy) */
-static void read_cgroup(struct topo *t)
+static void read_cgroup(struct machine *t)
 {
 	char p[512], buf[4096], dir[1024], *line, *save = NULL;
 	const char *sz[] = { "2MB", "1GB", "64KB", "32MB", "16GB" };
@@ -178,7 +178,7 @@ static const char *pci_kind(unsigned long cls)
 	}
 }
 
-static void add_ifnames(struct topo_pci *d, const char *dir_path)
+static void add_ifnames(struct machine_pci *d, const char *dir_path)
 {
 	struct dirent *e;
 	DIR *dir = opendir(dir_path);
@@ -197,7 +197,7 @@ static void add_ifnames(struct topo_pci *d, const char *dir_path)
 
 /* driver, network interfaces and RDMA devices of the function (directly
  * below it, or one level down as with virtio) */
-static void pci_names(struct topo_pci *d, const char *dev)
+static void pci_names(struct machine_pci *d, const char *dev)
 {
 	char p[1400], link[512];
 	struct dirent *e;
@@ -225,7 +225,7 @@ static void pci_names(struct topo_pci *d, const char *dev)
 	closedir(dir);
 }
 
-static void read_pci(struct topo *t)
+static void read_pci(struct machine *t)
 {
 	char root[512], dev[1024], p[1100], buf[64];
 	struct dirent *e;
@@ -234,8 +234,8 @@ static void read_pci(struct topo *t)
 	dir = opendir(ctl_path(root, sizeof(root), "/sys/bus/pci/devices"));
 	if (!dir)
 		return;
-	while ((e = readdir(dir)) && t->npci < TOPO_MAX_PCI) {
-		struct topo_pci *d = &t->pci[t->npci];
+	while ((e = readdir(dir)) && t->npci < MACHINE_MAX_PCI) {
+		struct machine_pci *d = &t->pci[t->npci];
 		const char *kind;
 
 		if (e->d_name[0] == '.')
@@ -265,20 +265,20 @@ static void read_pci(struct topo *t)
 
 static int cmp_pci(const void *a, const void *b)
 {
-	return strcmp(((const struct topo_pci *)a)->addr, ((const struct topo_pci *)b)->addr);
+	return strcmp(((const struct machine_pci *)a)->addr, ((const struct machine_pci *)b)->addr);
 }
 
 /**
- * topo_read() - read the machine
- * @out: receives the topology; free it with topo_free()
+ * machine_read() - read the machine
+ * @out: receives the topology; free it with machine_free()
  *
  * Return: 0, or -ENOMEM, or -errno of the node list.
  */
-int topo_read(struct topo **out)
+int machine_read(struct machine **out)
 {
 	int ids[CTL_MAX_NODES], n;
 	struct rlimit rl;
-	struct topo *t;
+	struct machine *t;
 
 	n = ctl_nodes(ids, CTL_MAX_NODES);
 	if (n <= 0)
@@ -311,7 +311,7 @@ int topo_read(struct topo **out)
 	return 0;
 }
 
-void topo_free(struct topo *t)
+void machine_free(struct machine *t)
 {
 	if (!t)
 		return;
@@ -319,7 +319,7 @@ void topo_free(struct topo *t)
 	free(t);
 }
 
-int topo_node_index(const struct topo *t, int node)
+int machine_node_index(const struct machine *t, int node)
 {
 	for (int i = 0; i < t->nnodes; i++)
 		if (t->node[i].id == node)
@@ -335,27 +335,30 @@ static void json_limit(struct json *j, const char *key, uint64_t v)
 		json_u64(j, key, v);
 }
 
-static void json_sizes(const struct topo *t, struct json *j)
+#define SIZE_F(m, key, t)	JSON_FIELD_AS(struct machine_size, m, key, t)
+static const struct json_field size_fields[] = {
+	SIZE_F(page_bytes, "page_bytes", JSON_U64), SIZE_F(global.total, "total", JSON_U64),
+	SIZE_F(global.free, "free", JSON_U64), SIZE_F(global.resv, "reserved", JSON_U64),
+	SIZE_F(global.surplus, "surplus", JSON_U64),
+	SIZE_F(global.overcommit, "overcommit", JSON_U64),
+	SIZE_F(libhugetlbfs, "libhugetlbfs", JSON_BOOL),
+};
+
+static void json_sizes(const struct machine *t, struct json *j)
 {
 	json_arr(j, "hugepage_sizes");
 	for (int k = 0; k < t->nsizes; k++) {
-		const struct topo_size *z = &t->size[k];
+		const struct machine_size *z = &t->size[k];
 
 		json_obj(j, NULL);
-		json_u64(j, "page_bytes", z->page_bytes);
-		json_u64(j, "total", z->global.total);
-		json_u64(j, "free", z->global.free);
-		json_u64(j, "reserved", z->global.resv);
-		json_u64(j, "surplus", z->global.surplus);
-		json_u64(j, "overcommit", z->global.overcommit);
-		json_bool(j, "libhugetlbfs", z->libhugetlbfs);
+		json_fields(j, z, size_fields, JSON_NFIELDS(size_fields));
 		json_str(j, "mount", z->mount);
 		json_close(j);
 	}
 	json_close(j);
 }
 
-static void json_limits(const struct topo *t, struct json *j)
+static void json_limits(const struct machine *t, struct json *j)
 {
 	json_obj(j, "thp");
 	json_str(j, "enabled", t->thp_enabled);
@@ -380,11 +383,11 @@ static void json_limits(const struct topo *t, struct json *j)
 	json_close(j);
 }
 
-static void json_pci(const struct topo *t, struct json *j)
+static void json_pci(const struct machine *t, struct json *j)
 {
 	json_arr(j, "pci");
 	for (int i = 0; i < t->npci; i++) {
-		const struct topo_pci *d = &t->pci[i];
+		const struct machine_pci *d = &t->pci[i];
 
 		json_obj(j, NULL);
 		json_str(j, "address", d->addr);
@@ -401,11 +404,11 @@ static void json_pci(const struct topo *t, struct json *j)
 }
 
 /**
- * topo_json_rest() - the topology JSON after "nodes"
+ * machine_json_rest() - the topology JSON after "nodes"
  * @t: the topology
  * @j: the writer, inside the top-level object
  */
-void topo_json_rest(const struct topo *t, struct json *j)
+void machine_json_rest(const struct machine *t, struct json *j)
 {
 	json_sizes(t, j);
 	json_limits(t, j);
