@@ -663,7 +663,9 @@ HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags
  * @fn: callback, or NULL
  * @ctx: passed to @fn
  *
- * From inside the evict callback, and in a fork() child, nothing changes.
+ * Waits for an eviction running on another thread, so the old @ctx may be
+ * freed once this returns. From inside the evict callback, and in a fork()
+ * child, nothing changes.
  */
 HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx);
 

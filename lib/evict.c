@@ -273,7 +273,7 @@ static struct res_unit *pick_victim(struct hkv_pool *pool, struct hkv_res *r, un
 int res_reserve(struct hkv_pool *pool, const struct res_unit *u)
 {
 	unsigned lo, hi, li;
-	uint32_t pieces = 0;
+	uint64_t pieces = 0;	/* may pass 2^32 with small chunks: then -ENOMEM */
 	int err = 0;
 
 	res_lane_span(pool, u->ext, u->n, &lo, &hi);
@@ -282,7 +282,7 @@ int res_reserve(struct hkv_pool *pool, const struct res_unit *u)
 			pieces += li < pool->nlanes;
 	lanes_lock(pool, lo, hi);
 	for (unsigned i = lo; i <= hi && !err; i++)
-		err = xi_reserve(&pool->lanes[i].xi, pieces);
+		err = xi_reserve(&pool->lanes[i].xi, (uint32_t)HKV_MIN(pieces, UINT32_MAX));
 	lanes_unlock(pool, lo, hi);
 	return err;
 }

@@ -12,6 +12,7 @@
 
 uint64_t fork_gen;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_err, fork_warned;
 
 static void fork_child(void)
 {
@@ -20,9 +21,10 @@ static void fork_child(void)
 	numa_fork_child();
 }
 
+/* no logging in here: a log callback that creates a pool would re-enter */
 static void fork_register(void)
 {
-	pthread_atfork(NULL, NULL, fork_child);
+	fork_err = pthread_atfork(NULL, NULL, fork_child);
 }
 
 /**
@@ -35,5 +37,8 @@ static void fork_register(void)
 uint64_t fork_generation(void)
 {
 	pthread_once(&fork_once, fork_register);
+	if (fork_err && !__atomic_exchange_n(&fork_warned, 1, __ATOMIC_RELAXED))
+		hkv_log(HKV_LOG_WARN, "pthread_atfork: %s; a fork() child will not know "
+			"that its pools are not its own", strerror(fork_err));
 	return HKV_LOAD(&fork_gen);
 }

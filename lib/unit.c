@@ -219,7 +219,7 @@ static void unmark_unit(struct hkv_pool *pool, const struct res_unit *u)
 int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
 {
 	unsigned lo, hi, li;
-	uint32_t pieces = 0;
+	uint64_t pieces = 0;	/* may pass 2^32 with small chunks: then -ENOMEM */
 
 	res_lane_span(pool, u->ext, u->n, &lo, &hi);
 	for (unsigned i = 0; i < u->n; i++)
@@ -227,7 +227,7 @@ int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
 			pieces++;
 	lanes_lock(pool, lo, hi);
 	for (unsigned i = lo; i <= hi; i++) {
-		if (xi_reserve(&pool->lanes[i].xi, pieces)) {
+		if (xi_reserve(&pool->lanes[i].xi, (uint32_t)HKV_MIN(pieces, UINT32_MAX))) {
 			lanes_unlock(pool, lo, hi);
 			return -ENOMEM;
 		}
