@@ -65,9 +65,14 @@ $(XFER_TEST): tests/xfer/xfer-test.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
 .PHONY: check-xfer install-xfer xfer-test
 xfer-test: $(XFER_TEST) $(BUILD)/hkv-xfer
 
-# real UCX endpoints, real hugepages, real network namespaces (root)
+# real UCX endpoints, real hugepages, real network namespaces (root); the
+# protocol and fault cases also under ASan+UBSan (the sanitizer build of
+# check-all, grown by the transfer library and its test)
+XFER_ASAN	:= $(BUILD)/san-address-undefined
 check-xfer: $(XFER_TEST) $(BUILD)/hkv-xfer
-	$(Q)tests/xfer/run --build $(BUILD)
+	$(Q)$(if $(SANITIZE),,$(MAKE) --no-print-directory SANITIZE=address,undefined \
+		BUILD=$(XFER_ASAN) $(XFER_ASAN)/tests/xfer-test)
+	$(Q)tests/xfer/run --build $(BUILD) $(if $(SANITIZE),,--asan $(XFER_ASAN))
 
 CHECK_EXTRA	+= check-xfer
 

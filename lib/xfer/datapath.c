@@ -60,16 +60,18 @@ static ucs_status_t data_recv(void *arg, const void *header, size_t hlen, void *
 			      size_t length, const ucp_am_recv_param_t *param)
 {
 	struct hkv_xfer *x = arg;
-	const struct xf_wire_data *h = header;
+	struct xf_wire_data hb, *h = &hb;
 	struct hkv_xfer_peer *p = NULL;
 	const struct xf_reg *reg;
 	struct xf_grant *g = NULL;
 	ucs_status_ptr_t r;
 	char *dst;
 
+	if (hlen == sizeof(hb))		/* UCX's buffer need not be aligned */
+		memcpy(&hb, header, sizeof(hb));
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
 		p = xf_peer_by_ep(x, param->reply_ep);
-	if (p && data_hdr_ok(header, hlen, XF_AM_DATA))
+	if (p && hlen == sizeof(hb) && data_hdr_ok(&hb, hlen, XF_AM_DATA))
 		g = xf_grant_find(p, h->id, HKV_XFER_OP_PUT);
 	if (!g || g->released || g->ended || !xf_grant_covers(g, h->page, h->npages) ||
 	    length != h->npages * x->page_bytes || !(reg = xf_reg_find(x, h->page)) ||
@@ -205,15 +207,17 @@ static ucs_status_t get_rep_recv(void *arg, const void *header, size_t hlen, voi
 				 size_t length, const ucp_am_recv_param_t *param)
 {
 	struct hkv_xfer *x = arg;
-	const struct xf_wire_data *h = header;
+	struct xf_wire_data hb, *h = &hb;
 	struct hkv_xfer_peer *p = NULL;
 	struct xf_tx *tx = NULL;
 	struct xf_op *op;
 	ucs_status_ptr_t r;
 
+	if (hlen == sizeof(hb))
+		memcpy(&hb, header, sizeof(hb));
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
 		p = xf_peer_by_ep(x, param->reply_ep);
-	if (p && data_hdr_ok(header, hlen, XF_AM_GET_REP))
+	if (p && hlen == sizeof(hb) && data_hdr_ok(&hb, hlen, XF_AM_GET_REP))
 		tx = tx_by_id(x, h->id);
 	if (!tx || tx->peer != p || tx->op != HKV_XFER_OP_GET || tx->state != XF_TX_DATA ||
 	    h->op >= tx->next_op || tx->ops[h->op].landed ||
@@ -292,6 +296,8 @@ void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx)
 	x->inflight++;
 	if (x->inflight > x->st.max_ops_inflight)
 		x->st.max_ops_inflight = x->inflight;
+	if (x->inflight > tx->peer->st.max_ops_inflight)
+		tx->peer->st.max_ops_inflight = x->inflight;
 	if (put) {
 		rp.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
 		rp.memh = op->memh;

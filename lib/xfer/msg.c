@@ -46,7 +46,13 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 	m = malloc(sizeof(*m) + length);
 	if (!m)
 		return UCS_OK;			/* dropped: the sender times out */
-	am_id = length ? ((const struct xf_wire_hdr *)data)->kind : 0;
+	am_id = 0;
+	if (length) {		/* UCX's buffer need not be aligned */
+		struct xf_wire_hdr h;
+
+		memcpy(&h, data, sizeof(h));
+		am_id = h.kind;
+	}
 	m->next = NULL;
 	m->ep = param->reply_ep;
 	m->am_id = am_id;

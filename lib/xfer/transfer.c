@@ -257,6 +257,8 @@ static void op_post(struct hkv_xfer *x, struct xf_tx *tx)
 		x->inflight++;
 		if (x->inflight > x->st.max_ops_inflight)
 			x->st.max_ops_inflight = x->inflight;
+		if (x->inflight > tx->peer->st.max_ops_inflight)
+			tx->peer->st.max_ops_inflight = x->inflight;
 	}
 }
 
@@ -315,6 +317,9 @@ static void tx_end(struct hkv_xfer *x, struct xf_tx *tx)
 {
 	uint64_t ns = xf_now_ns() - tx->t_submit;
 
+	/* operations UCX cancelled because the connection failed: say why */
+	if (tx->result == -ECANCELED && tx->peer->error)
+		tx->result = tx->peer->error;
 	release(tx);
 	tx->state = XF_TX_ENDED;
 	tx->peer->ntx--;

@@ -23,22 +23,20 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 struct pool_args {
 	uint64_t pages, page_bytes;
 	int backing;
-	double occupancy;		/* 0 = no churn: pages allocated in order */
+	double occupancy;		/* after churn and requests; 0 = no churn */
 	uint64_t seed;
+	uint64_t req_pages, nreq;	/* the requests that are transferred */
 };
 
-/* the pages a side takes part with: the live allocations after churn */
+/* the requests a side transfers: request i is ext[first[i] .. first[i+1]) */
 struct page_set {
 	struct hkv_extent *ext;
-	unsigned n;
+	unsigned n, nreq, *first;
 	uint64_t pages;
 };
 
 int churn_pool(struct hkv_pool *pool, const struct pool_args *a, struct page_set *set);
 void page_set_free(struct page_set *set);
-/* pages [from, from+count) of the set, as extents */
-unsigned page_set_slice(const struct page_set *set, uint64_t from, uint64_t count,
-			struct hkv_extent *out, unsigned max);
 
 void pattern_fill(void *page, uint64_t bytes, uint64_t salt, uint64_t k);
 /* 0 if the page holds the pattern; else the first bad byte offset + 1 */

@@ -24,17 +24,16 @@
 
 #include "hkv-xfer.h"
 
-#define MAX_SLICE	(1u << 16)
 #define SALT_FULL	(1ull << 63)	/* the receiver checks every byte */
 
 struct args {
 	struct pool_args pool, remote;
 	const char *addr;
-	uint64_t xfer_pages, total_pages;
+	uint64_t xfer_pages, total_pages;	/* request size, pages per round */
 	unsigned rounds, depth, inflight, count;
 	int timeout_ms;
 	uint64_t reg_chunk;
-	bool json, per_page, verify_all, quiet, readback;
+	bool json, per_page, verify_all, quiet, readback, rma;
 	bool remote_seed_set;
 };
 
@@ -52,12 +51,16 @@ static void usage(FILE *f)
 "  --pages N          KV pages in the pool (default 16384)\n"
 "  --page-bytes B     bytes per page, K/M/G suffixes (default 64K)\n"
 "  --backing B        auto|1g|2m|thp|4k (default 2m)\n"
-"  --occupancy F      churn the pool to this fraction first (default 0.95;\n"
-"                     0 = no churn, one extent)\n"
+"  --occupancy F      occupancy after churn and requests (default 0.95;\n"
+"                     0 = no churn)\n"
+"  --xfer-pages N     pages per request, one transfer each (default 1024)\n"
+"  --total-pages N    pages of requests per round (default pages/4)\n"
+"                     (both sides must agree on these two)\n"
 "  --seed S           churn seed (serve default 2, send default 1)\n"
 "  --reg-chunk B      registration chunk bytes (default: one per region)\n"
 "  --inflight N       UCX operations in flight at most (default 64)\n"
 "  --timeout MS       transfer/connect limit (default 10000)\n"
+"  --rma              one-sided data path (ucp_put_nbx/ucp_get_nbx)\n"
 "  --json             one JSON object on stdout\n"
 "serve:\n"
 "  --listen HOST:PORT listen (port 0: any; the port is printed)\n"
@@ -67,8 +70,6 @@ static void usage(FILE *f)
 "                     headers of the others\n"
 "send:\n"
 "  --connect HOST:PORT\n"
-"  --xfer-pages N     pages per transfer (default 1024)\n"
-"  --total-pages N    pages per round (default: all live pages of both)\n"
 "  --rounds R         timed rounds (default 1), then one that the receiver\n"
 "                     checks in full (stats are of the timed rounds)\n"
 "  --depth D          transfers in flight (default 1)\n"
@@ -123,7 +124,7 @@ static double now_s(void)
 
 enum { O_PAGES = 256, O_PB, O_BACKING, O_OCC, O_SEED, O_CHUNK, O_INFL, O_TIMEOUT, O_JSON,
        O_LISTEN, O_COUNT, O_VERIFY, O_CONNECT, O_XP, O_TOTAL, O_ROUNDS, O_DEPTH,
-       O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET };
+       O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET, O_RMA };
 
 static const struct option lopts[] = {
 	{ "pages", 1, 0, O_PAGES }, { "page-bytes", 1, 0, O_PB }, { "backing", 1, 0, O_BACKING },
@@ -134,7 +135,7 @@ static const struct option lopts[] = {
 	{ "total-pages", 1, 0, O_TOTAL }, { "rounds", 1, 0, O_ROUNDS }, { "depth", 1, 0, O_DEPTH },
 	{ "per-page", 0, 0, O_PERPAGE }, { "remote-seed", 1, 0, O_RSEED },
 	{ "remote-pages", 1, 0, O_RPAGES }, { "no-readback", 0, 0, O_NORB },
-	{ "quiet", 0, 0, O_QUIET }, { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
+	{ "quiet", 0, 0, O_QUIET }, { "rma", 0, 0, O_RMA }, { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
 };
 
 static int parse_u(const char *s, unsigned *out, unsigned min)
@@ -153,7 +154,7 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 	int c;
 
 	memset(a, 0, sizeof(*a));
-	a->pool = (struct pool_args){ 16384, 65536, HKV_BACKING_HUGE_2M, 0.95, serve ? 2 : 1 };
+	a->pool = (struct pool_args){ 16384, 65536, HKV_BACKING_HUGE_2M, 0.95, serve ? 2 : 1, 0, 0 };
 	a->xfer_pages = 1024;
 	a->rounds = a->depth = a->count = 1;
 	a->verify_all = a->readback = true;
@@ -207,10 +208,10 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 			bad = !serve || (!a->verify_all && strcmp(optarg, "full"));
 			break;
 		case O_XP:
-			bad = serve || parse_size(optarg, &a->xfer_pages) || !a->xfer_pages;
+			bad = parse_size(optarg, &a->xfer_pages) || !a->xfer_pages;
 			break;
 		case O_TOTAL:
-			bad = serve || parse_size(optarg, &a->total_pages);
+			bad = parse_size(optarg, &a->total_pages);
 			break;
 		case O_ROUNDS:
 			bad = serve || parse_u(optarg, &a->rounds, 1);
@@ -229,6 +230,9 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 		case O_RPAGES:
 			bad = serve || parse_size(optarg, &a->remote.pages);
 			break;
+		case O_RMA:
+			a->rma = true;
+			break;
 		case O_NORB:
 			bad = serve;
 			a->readback = false;
@@ -244,8 +248,16 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 	}
 	if (optind != argc || !a->addr)
 		return -1;
+	if (!a->total_pages)
+		a->total_pages = a->pool.pages / 4;
+	if (a->total_pages < a->xfer_pages)
+		return -1;
+	a->pool.req_pages = a->xfer_pages;
+	a->pool.nreq = a->total_pages / a->xfer_pages;
 	if (!a->remote.pages)
 		a->remote.pages = a->pool.pages;
+	a->remote.req_pages = a->pool.req_pages;
+	a->remote.nreq = a->pool.nreq;
 	if (!a->remote_seed_set)
 		a->remote.seed = 2;
 	a->remote.page_bytes = a->pool.page_bytes;
@@ -279,11 +291,12 @@ static int make_pool(const struct pool_args *pa, bool index_only, struct hkv_poo
 static int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x)
 {
 	struct hkv_xfer_opts o = { .sz = sizeof(o), .max_inflight = a->inflight,
-				   .timeout_ms = a->timeout_ms, .reg_chunk_bytes = a->reg_chunk };
+				   .timeout_ms = a->timeout_ms, .reg_chunk_bytes = a->reg_chunk,
+				   .flags = a->rma ? HKV_XFER_RMA : 0 };
 	int err = hkv_xfer_create(pool, &o, x);
 
 	if (err)
-		fprintf(stderr, "hkv-xfer: endpoint: %s\n", hkv_strerror(err));
+		fprintf(stderr, "hkv-xfer: endpoint: %s\n", strerror(-err));
 	return err;
 }
 
@@ -355,19 +368,19 @@ static int do_serve(const struct args *a)
 	hkv_xfer_set_access_fn(x, on_access, &sv);
 	err = hkv_xfer_listen(x, a->addr, &port);
 	if (err) {
-		fprintf(stderr, "hkv-xfer serve: listen on %s: %s\n", a->addr, hkv_strerror(err));
+		fprintf(stderr, "hkv-xfer serve: listen on %s: %s\n", a->addr, strerror(-err));
 		rc = EXIT_FAIL;
 		goto out_x;
 	}
-	fprintf(a->json ? stderr : stdout, "listening on port %u, %" PRIu64 " live pages in %u extents\n",
-		port, set.pages, set.n);
+	fprintf(a->json ? stderr : stdout, "listening on port %u, %u requests of %" PRIu64
+		" pages in %u extents\n", port, set.nreq, a->pool.req_pages, set.n);
 	fflush(NULL);
 	for (i = 0; i < a->count; i++) {
 		struct hkv_xfer_peer *p;
 
 		err = hkv_xfer_accept(x, -1, &p);
 		if (err) {
-			fprintf(stderr, "hkv-xfer serve: accept: %s\n", hkv_strerror(err));
+			fprintf(stderr, "hkv-xfer serve: accept: %s\n", strerror(-err));
 			rc = EXIT_FAIL;
 			break;
 		}
@@ -413,33 +426,20 @@ struct slice {
 	uint64_t pages, id;
 };
 
-static int plan_slices(const struct args *a, const struct page_set *loc, const struct page_set *rem,
+static int plan_slices(const struct page_set *loc, const struct page_set *rem,
 		       struct slice **out, unsigned *nout)
 {
-	uint64_t total = a->total_pages ? a->total_pages : XMIN(loc->pages, rem->pages), from;
-	unsigned n = 0, cap = (unsigned)((total + a->xfer_pages - 1) / a->xfer_pages);
-	struct slice *s;
+	unsigned n = XMIN(loc->nreq, rem->nreq), i;
+	struct slice *s = calloc(n ? n : 1, sizeof(*s));
 
-	if (total > loc->pages || total > rem->pages) {
-		fprintf(stderr, "hkv-xfer send: %" PRIu64 " pages per round, but %" PRIu64
-			" live here and %" PRIu64 " there\n", total, loc->pages, rem->pages);
-		return -EINVAL;
-	}
-	s = calloc(cap ? cap : 1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	for (from = 0; from < total; from += a->xfer_pages, n++) {
-		uint64_t cnt = XMIN(a->xfer_pages, total - from);
-
-		s[n].pages = cnt;
-		s[n].l = malloc(sizeof(*s[n].l) * MAX_SLICE);
-		s[n].r = malloc(sizeof(*s[n].r) * MAX_SLICE);
-		if (!s[n].l || !s[n].r)
-			return -ENOMEM;
-		s[n].nl = page_set_slice(loc, from, cnt, s[n].l, MAX_SLICE);
-		s[n].nr = page_set_slice(rem, from, cnt, s[n].r, MAX_SLICE);
-		if (!s[n].nl || !s[n].nr)
-			return -E2BIG;
+	for (i = 0; i < n; i++) {
+		s[i].l = loc->ext + loc->first[i];
+		s[i].nl = loc->first[i + 1] - loc->first[i];
+		s[i].r = rem->ext + rem->first[i];
+		s[i].nr = rem->first[i + 1] - rem->first[i];
+		s[i].pages = loc->pages / loc->nreq;
 	}
 	*out = s;
 	*nout = n;
@@ -486,7 +486,7 @@ static int run_round(struct hkv_xfer *x, struct hkv_xfer_peer *peer, struct slic
 			err = get ? hkv_xfer_get(peer, &rq, &s[next].id)
 				  : hkv_xfer_put(peer, &rq, &s[next].id);
 			if (err) {
-				fprintf(stderr, "hkv-xfer send: submit: %s\n", hkv_strerror(err));
+				fprintf(stderr, "hkv-xfer send: submit: %s\n", strerror(-err));
 				return err;
 			}
 			next++;
@@ -494,7 +494,7 @@ static int run_round(struct hkv_xfer *x, struct hkv_xfer_peer *peer, struct slic
 		i = done;
 		err = hkv_xfer_wait(x, s[i].id, 0);
 		if (err) {
-			fprintf(stderr, "hkv-xfer send: transfer %u: %s\n", i, hkv_strerror(err));
+			fprintf(stderr, "hkv-xfer send: transfer %u: %s\n", i, strerror(-err));
 			for (i++; i < next; i++)
 				hkv_xfer_wait(x, s[i].id, 0);
 			return err;
@@ -521,13 +521,13 @@ static int do_send(const struct args *a)
 		return EXIT_FAIL;
 	if (make_pool(&a->remote, true, &shadow, &rem))
 		goto out_pool;
-	if (plan_slices(a, &loc, &rem, &s, &n))
+	if (plan_slices(&loc, &rem, &s, &n))
 		goto out_shadow;
 	if (make_xfer(pool, a, &x))
 		goto out_shadow;
 	err = hkv_xfer_connect(x, a->addr, 0, &peer);
 	if (err) {
-		fprintf(stderr, "hkv-xfer send: connect to %s: %s\n", a->addr, hkv_strerror(err));
+		fprintf(stderr, "hkv-xfer send: connect to %s: %s\n", a->addr, strerror(-err));
 		goto out_x;
 	}
 	/* the timed rounds, then one more that the receiver checks in full */
@@ -589,8 +589,6 @@ out_peer:
 out_x:
 	hkv_xfer_destroy(x);
 out_shadow:
-	for (i = 0; i < n; i++)
-		free(s[i].l), free(s[i].r);
 	free(s);
 	hkv_pool_destroy(shadow);
 	page_set_free(&rem);
