@@ -9,7 +9,10 @@
 # bench-results/python.json.
 
 PYTHON		?= /usr/bin/python3
-PYTHONDIR	?= $(PREFIX)/lib/python3/dist-packages
+# where Debian's python3 looks: /usr/lib/python3/dist-packages for the
+# system prefix, <prefix>/lib/python3.X/dist-packages elsewhere (/usr/local)
+PY_VER		= $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PYTHONDIR	?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3,$(PREFIX)/lib/python$(PY_VER))/dist-packages
 PY_SRCS		:= $(wildcard python/hugekv/*.py)
 PY_ENV		= HUGEKV_LIBRARY=$(abspath $(BUILD))/libhugekv.so HUGEKV_LOG=error \
 		  PYTHONPATH=$(abspath python) PYTHONDONTWRITEBYTECODE=1

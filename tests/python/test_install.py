@@ -35,7 +35,8 @@ def installed(tmp_path_factory):
     prefix = tmp_path_factory.mktemp("prefix")
     subprocess.run(["make", "-s", "-C", TOP, f"BUILD={BUILD}", "install",
                     f"PREFIX={prefix}", "DESTDIR="], check=True, capture_output=True)
-    site = prefix / "lib" / "python3" / "dist-packages"
+    ver = "%d.%d" % sys.version_info[:2]
+    site = prefix / "lib" / f"python{ver}" / "dist-packages"   # as for /usr/local
     assert (site / "hugekv" / "__init__.py").is_file()
     return prefix, site
 
@@ -72,3 +73,12 @@ def test_pip_install_offline(installed, tmp_path):
     got = _run(PROBE + "; import hugekv.sglang, hugekv.lmcache, hugekv.vllm", tmp_path,
                PYTHONPATH=str(target), LD_LIBRARY_PATH=str(prefix / "lib"))
     assert got == "libhugekv.so.0"
+
+
+@pytest.mark.parametrize("prefix", ["/usr/local", "/usr"])
+def test_default_install_dir_is_on_debians_path(prefix):
+    out = subprocess.run(["make", "-s", "-n", "-C", TOP, f"BUILD={BUILD}", "install-python",
+                          f"PREFIX={prefix}", "DESTDIR="], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    d = next(l.split()[-1] for l in out if l.startswith("install -d"))
+    assert os.path.dirname(d) in sys.path, (d, sys.path)
