@@ -233,6 +233,9 @@ def main():
         ap.error("need --slots >= 1000 pages, --page-size >= 1, 0 < --occupancy < 1, "
                  "--steps and --rounds >= 1")
     names = a.designs.split(",")
+    known = ("hugekv", "hugekv_host", "sglang_host", "sglang_nocheck")
+    if not names or any(n not in known for n in names) or len(set(names)) != len(names):
+        ap.error(f"--designs: a comma-separated subset of {', '.join(known)}")
     fill, churn = workload(a.slots, a.page_size, a.occupancy, a.steps * a.rounds, a.seed)
     runners = [Runner(n, a.slots, a.page_size) for n in names]
     target = int(a.slots // a.page_size * a.occupancy)
