@@ -1,8 +1,386 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * bench.c - hkv-xfer bench: the transfer benchmark. For one transport
+ * (tcp loopback, shared memory, or across two network namespaces) it runs,
+ * interleaved and repeated: serve + send with extents, serve + send with
+ * --per-page, and ucx_perftest -t ucp_put_bw at the mean operation size of
+ * the extents run and at the page size (the transport's own limit), each
+ * pair as two processes. It prints medians: GB/s, operations per transfer,
+ * latency. The namespaces are the caller's (tests/xfer/bench makes them).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "hkv-xfer.h"
+
+#define REPS_MAX	16
+
+struct bcfg {
+	const char *mode, *tls, *addr, *ns_srv, *ns_cli, *self;
+	char pages[32], page_bytes[32], occ[32], xp[32], total[32], rounds[32], depth[32];
+	uint64_t npages, pb;
+	unsigned reps, port;
+	bool json;
+};
+
+struct row {
+	double gbps[REPS_MAX], lat50[REPS_MAX], lat99[REPS_MAX];
+	double ops, size;
+	unsigned n;
+};
+
+static void bench_usage(FILE *f)
+{
+	fprintf(f,
+"usage: hkv-xfer bench [--mode tcp|shm|netns] [--netns SRV,CLI --addr IP]\n"
+"                      [--pages N] [--page-bytes B] [--occupancy F]\n"
+"                      [--xfer-pages N] [--total-pages N] [--rounds R]\n"
+"                      [--depth D] [--reps K] [--port P] [--json]\n"
+"\n"
+"Serve and send (extents, then --per-page) and ucx_perftest -t ucp_put_bw\n"
+"at the same message sizes, as pairs of processes, interleaved K times\n"
+"(default 3); medians. Defaults: 16384 pages of 64K (1 GiB), occupancy\n"
+"0.95 after churn, requests of 256 pages, 4096 pages a round, 3 rounds,\n"
+"depth 8. --mode tcp: UCX_TLS=tcp on 127.0.0.1; shm: UCX_TLS=sm,tcp (UCX\n"
+"picks its shared-memory transports where it can); netns: UCX_TLS=tcp,\n"
+"the server in namespace SRV listening on IP, the client in CLI.\n");
+}
+
+/* run argv (prefixed by "ip netns exec NS" when ns), stdout to out_fd */
+static pid_t spawn(const struct bcfg *c, const char *ns, char **argv, int out_fd, int err_fd)
+{
+	char *full[64];
+	unsigned n = 0, i;
+	pid_t pid;
+
+	if (ns) {
+		full[n++] = "ip";
+		full[n++] = "netns";
+		full[n++] = "exec";
+		full[n++] = (char *)ns;
+	}
+	for (i = 0; argv[i] && n < 63; i++)
+		full[n++] = argv[i];
+	full[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		setenv("UCX_TLS", c->tls, 1);
+		setenv("HUGEKV_LOG", "error", 0);
+		if (out_fd >= 0)
+			dup2(out_fd, 1);
+		if (err_fd >= 0)
+			dup2(err_fd, 2);
+		execvp(full[0], full);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_rc(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static double jnum(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+/* one serve + send pair; fills gbps, ops per transfer, latency p50/p99 */
+static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *ops,
+		    double *p50, double *p99, double *mean_op)
+{
+	char listen[80], conn[80], out[4096] = "", line[256];
+	char *srv[] = { (char *)c->self, "serve", "--json", "--listen", listen, "--verify", "full",
+			"--pages", (char *)c->pages, "--page-bytes", (char *)c->page_bytes,
+			"--occupancy", (char *)c->occ, "--xfer-pages", (char *)c->xp,
+			"--total-pages", (char *)c->total, NULL };
+	char *cli[] = { (char *)c->self, "send", "--json", "--connect", conn, "--pages",
+			(char *)c->pages, "--page-bytes", (char *)c->page_bytes, "--occupancy",
+			(char *)c->occ, "--xfer-pages", (char *)c->xp, "--total-pages",
+			(char *)c->total, "--rounds", (char *)c->rounds, "--depth", (char *)c->depth,
+			per_page ? "--per-page" : NULL, NULL };
+	int so[2], se[2], co[2], src, crc;
+	unsigned port = 0;
+	pid_t sp, cp;
+	FILE *f;
+	ssize_t k;
+	size_t len = 0;
+
+	snprintf(listen, sizeof(listen), "%s:%u", c->addr, c->port);
+	if (pipe(so) || pipe(se) || pipe(co))
+		return -1;
+	sp = spawn(c, c->ns_srv, srv, so[1], se[1]);
+	close(so[1]);
+	close(se[1]);
+	f = fdopen(se[0], "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "listening on port %u", &port) == 1)
+			break;
+	if (!port) {
+		fprintf(stderr, "hkv-xfer bench: the server did not start\n");
+		kill(sp, SIGKILL);
+		wait_rc(sp);
+		return -1;
+	}
+	snprintf(conn, sizeof(conn), "%s:%u", c->addr, port);
+	cp = spawn(c, c->ns_cli, cli, co[1], -1);
+	close(co[1]);
+	while ((k = read(co[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)k;
+	out[len] = '\0';
+	close(co[0]);
+	crc = wait_rc(cp);
+	src = wait_rc(sp);
+	close(so[0]);
+	if (f)
+		fclose(f);
+	if (crc || src || !strstr(out, "\"verified\":true")) {
+		fprintf(stderr, "hkv-xfer bench: %s run failed (send %d, serve %d)\n",
+			per_page ? "per-page" : "extents", crc, src);
+		return -1;
+	}
+	*gbps = jnum(out, "gbps");
+	*ops = jnum(out, "ops_per_transfer");
+	*p50 = jnum(out, "lat_p50_us");
+	*p99 = jnum(out, "lat_p99_us");
+	*mean_op = jnum(out, "bytes") / jnum(out, "ops");
+	return 0;
+}
+
+/* ucx_perftest -t ucp_put_bw at one size; GB/s and per-message latency */
+static int run_perftest(const struct bcfg *c, uint64_t size, double *gbps, double *lat)
+{
+	char sz[32], iters[32], port[16], out[8192] = "";
+	uint64_t n = XMIN(XMIN(100000, (1ull << 30) / size + 100), 200000);
+	char *srv[] = { "ucx_perftest", "-t", "ucp_put_bw", "-s", sz, "-n", iters, "-p", port, NULL };
+	char *cli[] = { "ucx_perftest", (char *)c->addr, "-t", "ucp_put_bw", "-s", sz, "-n", iters,
+			"-p", port, NULL };
+	int co[2], devnull, rc = -1, tries;
+	const char *fin;
+	size_t len;
+	ssize_t k;
+	pid_t sp, cp;
+
+	snprintf(sz, sizeof(sz), "%" PRIu64, size);
+	snprintf(iters, sizeof(iters), "%" PRIu64, n);
+	snprintf(port, sizeof(port), "%u", c->port ? c->port + 1 : 13399);
+	devnull = open("/dev/null", 1);
+	sp = spawn(c, c->ns_srv, srv, devnull, devnull);
+	for (tries = 0; tries < 20 && rc; tries++) {
+		struct timespec ts = { 0, 200 * 1000000 };
+
+		nanosleep(&ts, NULL);
+		if (pipe(co))
+			break;
+		cp = spawn(c, c->ns_cli, cli, co[1], devnull);
+		close(co[1]);
+		len = 0;
+		while ((k = read(co[0], out + len, sizeof(out) - 1 - len)) > 0)
+			len += (size_t)k;
+		out[len] = '\0';
+		close(co[0]);
+		rc = wait_rc(cp);
+	}
+	kill(sp, SIGTERM);
+	wait_rc(sp);
+	close(devnull);
+	fin = strstr(out, "Final:");
+	if (rc || !fin)
+		return -1;
+	{
+		unsigned long long it;
+		double l50, lavg, lall, bwavg, bwall;
+
+		if (sscanf(fin, "Final: %llu %lf %lf %lf %lf %lf", &it, &l50, &lavg, &lall,
+			   &bwavg, &bwall) != 6)
+			return -1;
+		*gbps = bwall * 1048576.0 / 1e9;	/* perftest's MB/s are MiB/s */
+		*lat = lall;
+	}
+	return 0;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, unsigned n)
+{
+	double s[REPS_MAX];
+
+	if (!n)
+		return 0;
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), dcmp);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static int parse_bench(int argc, char **argv, struct bcfg *c)
+{
+	static const struct option lo[] = {
+		{ "mode", 1, 0, 'm' }, { "netns", 1, 0, 'N' }, { "addr", 1, 0, 'a' },
+		{ "pages", 1, 0, 'P' }, { "page-bytes", 1, 0, 'B' }, { "occupancy", 1, 0, 'o' },
+		{ "xfer-pages", 1, 0, 'x' }, { "total-pages", 1, 0, 't' }, { "rounds", 1, 0, 'r' },
+		{ "depth", 1, 0, 'd' }, { "reps", 1, 0, 'k' }, { "port", 1, 0, 'p' },
+		{ "json", 0, 0, 'j' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	static char nsbuf[128];
+	uint64_t v;
+	int o;
+	char *comma;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 'm': c->mode = optarg; break;
+		case 'N':
+			snprintf(nsbuf, sizeof(nsbuf), "%s", optarg);
+			comma = strchr(nsbuf, ',');
+			if (!comma)
+				return -1;
+			*comma = '\0';
+			c->ns_srv = nsbuf;
+			c->ns_cli = comma + 1;
+			break;
+		case 'a': c->addr = optarg; break;
+		case 'P': snprintf(c->pages, sizeof(c->pages), "%s", optarg); break;
+		case 'B': snprintf(c->page_bytes, sizeof(c->page_bytes), "%s", optarg); break;
+		case 'o': snprintf(c->occ, sizeof(c->occ), "%s", optarg); break;
+		case 'x': snprintf(c->xp, sizeof(c->xp), "%s", optarg); break;
+		case 't': snprintf(c->total, sizeof(c->total), "%s", optarg); break;
+		case 'r': snprintf(c->rounds, sizeof(c->rounds), "%s", optarg); break;
+		case 'd': snprintf(c->depth, sizeof(c->depth), "%s", optarg); break;
+		case 'k':
+			if (parse_size(optarg, &v) || !v || v > REPS_MAX)
+				return -1;
+			c->reps = (unsigned)v;
+			break;
+		case 'p':
+			if (parse_size(optarg, &v) || v > 65000)
+				return -1;
+			c->port = (unsigned)v;
+			break;
+		case 'j': c->json = true; break;
+		case 'h': bench_usage(stdout); exit(0);
+		default: return -1;
+		}
+	}
+	if (optind != argc || parse_size(c->pages, &c->npages) || parse_size(c->page_bytes, &c->pb))
+		return -1;
+	if (!strcmp(c->mode, "tcp"))
+		c->tls = "tcp";
+	else if (!strcmp(c->mode, "shm"))
+		c->tls = "sm,tcp";
+	else if (!strcmp(c->mode, "netns") && c->ns_srv && c->addr)
+		c->tls = "tcp";
+	else
+		return -1;
+	if (!c->addr)
+		c->addr = "127.0.0.1";
+	return 0;
+}
+
+static void print_row(const struct bcfg *c, const char *what, const struct row *r, bool last)
+{
+	double g = median(r->gbps, r->n), l50 = median(r->lat50, r->n), l99 = median(r->lat99, r->n);
+
+	if (c->json)
+		printf("    {\"what\":\"%s\",\"runs\":%u,\"gbps\":%.3f,\"ops_per_transfer\":%.2f,"
+		       "\"op_bytes\":%.0f,\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f}%s\n", what, r->n,
+		       g, r->ops, r->size, l50, l99, last ? "" : ",");
+	else
+		printf("  %-30s %6.3f GB/s  %8.2f ops/xfer  %9.0f B/op  p50 %9.1f us  p99 %9.1f us\n",
+		       what, g, r->ops, r->size, l50, l99);
+}
+
 int bench_main(int argc, char **argv, const char *self)
 {
-	(void)argc; (void)argv; (void)self;
-	return 2;
+	struct bcfg c = { .mode = "tcp", .self = self, .reps = 3, .port = 0 };
+	struct row ext = { 0 }, pp = { 0 }, pt_ext = { 0 }, pt_pg = { 0 };
+	unsigned i;
+	double g, o, l5, l9, mop, lat;
+	char what[64];
+
+	snprintf(c.pages, sizeof(c.pages), "16384");
+	snprintf(c.page_bytes, sizeof(c.page_bytes), "65536");
+	snprintf(c.occ, sizeof(c.occ), "0.95");
+	snprintf(c.xp, sizeof(c.xp), "256");
+	snprintf(c.total, sizeof(c.total), "4096");
+	snprintf(c.rounds, sizeof(c.rounds), "3");
+	snprintf(c.depth, sizeof(c.depth), "8");
+	if (parse_bench(argc, argv, &c)) {
+		fprintf(stderr, "hkv-xfer bench: bad usage (hkv-xfer bench --help)\n");
+		return EXIT_USAGE;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < c.reps; i++) {
+		fprintf(stderr, "bench %s: rep %u/%u: extents", c.mode, i + 1, c.reps);
+		if (!run_pair(&c, false, &g, &o, &l5, &l9, &mop)) {
+			ext.gbps[ext.n] = g, ext.lat50[ext.n] = l5, ext.lat99[ext.n] = l9;
+			ext.ops = o, ext.size = mop, ext.n++;
+		}
+		fprintf(stderr, ", per-page");
+		if (!run_pair(&c, true, &g, &o, &l5, &l9, &mop)) {
+			pp.gbps[pp.n] = g, pp.lat50[pp.n] = l5, pp.lat99[pp.n] = l9;
+			pp.ops = o, pp.size = mop, pp.n++;
+		}
+		fprintf(stderr, ", ucx_perftest");
+		if (ext.n && !run_perftest(&c, (uint64_t)ext.size, &g, &lat)) {
+			pt_ext.gbps[pt_ext.n] = g, pt_ext.lat50[pt_ext.n] = lat, pt_ext.lat99[pt_ext.n] = lat;
+			pt_ext.ops = 1, pt_ext.size = ext.size, pt_ext.n++;
+		}
+		if (!run_perftest(&c, c.pb, &g, &lat)) {
+			pt_pg.gbps[pt_pg.n] = g, pt_pg.lat50[pt_pg.n] = lat, pt_pg.lat99[pt_pg.n] = lat;
+			pt_pg.ops = 1, pt_pg.size = (double)c.pb, pt_pg.n++;
+		}
+		fprintf(stderr, "\n");
+	}
+	if (c.json)
+		printf("{\"mode\":\"%s\",\"ucx_tls\":\"%s\",\"pages\":%s,\"page_bytes\":%s,"
+		       "\"occupancy\":%s,\"request_pages\":%s,\"round_pages\":%s,\"rounds\":%s,"
+		       "\"depth\":%s,\"rows\":[\n", c.mode, c.tls, c.pages, c.page_bytes, c.occ,
+		       c.xp, c.total, c.rounds, c.depth);
+	else
+		printf("hkv-xfer bench, %s (UCX_TLS=%s): %s pages of %s B at %s occupancy, requests "
+		       "of %s pages, %s per round, depth %s; medians of %u (latency: hkv-xfer per "
+		       "transfer, ucx_perftest per message)\n", c.mode, c.tls, c.pages, c.page_bytes,
+		       c.occ, c.xp, c.total, c.depth, c.reps);
+	print_row(&c, "hkv-xfer extents", &ext, false);
+	print_row(&c, "hkv-xfer per-page", &pp, false);
+	snprintf(what, sizeof(what), "ucx_perftest put_bw %.0f B", ext.size);
+	print_row(&c, what, &pt_ext, false);
+	snprintf(what, sizeof(what), "ucx_perftest put_bw %" PRIu64 " B", c.pb);
+	print_row(&c, what, &pt_pg, true);
+	if (c.json)
+		printf("  ],\"extents_vs_perftest\":%.3f,\"per_page_ops_ratio\":%.1f}\n",
+		       pt_ext.n ? median(ext.gbps, ext.n) / median(pt_ext.gbps, pt_ext.n) : 0,
+		       ext.ops > 0 ? pp.ops / ext.ops : 0);
+	else
+		printf("  extents / ucx_perftest at the same size: %.2fx; per-page / extents "
+		       "operations: %.1fx\n",
+		       pt_ext.n ? median(ext.gbps, ext.n) / median(pt_ext.gbps, pt_ext.n) : 0,
+		       ext.ops > 0 ? pp.ops / ext.ops : 0);
+	return ext.n && pp.n ? 0 : EXIT_FAIL;
 }
