@@ -28,25 +28,45 @@
  *              the grant.
  *   GRANT_REP  target -> initiator: id, 0 or -errno. On -errno the transfer
  *              fails and nothing moved.
- *   (RMA)      ucp_put_nbx / ucp_get_nbx against the rkeys, at most
- *              @max_inflight operations per endpoint; after a put the
- *              initiator flushes the connection (remote completion).
- *   RELEASE    initiator -> target: id, result. The target drops the grant
- *              and calls its access callback with HKV_XFER_ACCESS_END and
- *              the result: after a put with result 0 every byte is in place.
+ *   (data)     one UCX operation per planned run, at most @max_inflight
+ *              per endpoint. Default, two-sided: a put is a DATA active
+ *              message (header: id, target pages; payload: the pages) that
+ *              the target checks against the grant and receives straight
+ *              into its pages (zero-copy rendezvous where the transport
+ *              can); a get is a GET_REQ the target answers with GET_REP
+ *              from its registered pages. With HKV_XFER_RMA, one-sided:
+ *              ucp_put_nbx / ucp_get_nbx against the rkeys, and a put
+ *              flushes the connection (remote completion) before RELEASE.
+ *   RELEASE    initiator -> target: id, result, operations sent. The target
+ *              ends the grant once no receive or send uses its pages any
+ *              more and calls its access callback with HKV_XFER_ACCESS_END
+ *              and the result: after a put with result 0 every byte is in
+ *              place.
+ *   DONE       target -> initiator, two-sided puts only: id, result (-EIO
+ *              if bytes are missing); the put completes on it.
  *
- * The target's CPU takes part only in GRANT_REQ and RELEASE (and in the
- * data path where the transport emulates RMA, such as tcp): the target must
- * call hkv_xfer_progress() (or hkv_xfer_wait()) regularly. If a connection
- * fails (the peer died, a transfer timed out), both sides fail every
- * transfer on it: the initiator after UCX has completed or cancelled each
- * operation, so no buffer is still in use when its pins are released; the
- * target ends each of the peer's grants with -ECONNRESET. A timeout is an
- * error (-ETIMEDOUT) that closes the connection, never a hang.
+ * Why two-sided by default: where UCX 1.13 emulates RMA in software (tcp;
+ * shared memory for memory UCX did not allocate itself), its handler on
+ * the passive side aborts the process when the initiator dies mid-put.
+ * Two-sided, every failure is an error status on both sides, and a write
+ * outside the grant is refused (the connection is closed, -EPROTO). Use
+ * HKV_XFER_RMA on transports with native RMA (RDMA), where the target's CPU
+ * stays out of the data path; the operation count is the same.
+ *
+ * The target must call hkv_xfer_progress() regularly (a serving loop, or
+ * alongside its own work): it answers grant requests and, two-sided, moves
+ * the data. If a connection fails (the peer died, a transfer timed out),
+ * both sides fail every transfer on it: the initiator after UCX has
+ * completed or cancelled each operation, so no buffer is still in use when
+ * its pins are released; the target ends each of the peer's grants with
+ * the connection's error once no receive or send uses its pages. A timeout
+ * is an error (-ETIMEDOUT) that closes the connection, never a hang.
  *
  * Allocation checks are a snapshot: the application must keep the pages of
  * a transfer allocated until it completes (pin their units, locally with
- * @pin_units and on the target in the access callback).
+ * @pin_units and on the target in the access callback). They binary-search
+ * the core's sorted free-page view (hkv_free_slots()), which is rebuilt in
+ * O(free pages) when the pool changed since the previous check.
  *
  * Conventions are those of hugekv.h: 0 (or a count) or -errno, nothing
  * changed on failure, option structs start with "size_t sz". Thread
@@ -323,7 +343,9 @@ HKV_API uint64_t hkv_xfer_peer_npages(const struct hkv_xfer_peer *peer);
  * @peer: the peer
  *
  * Return: 0 while the connection is up, else the -errno it failed with
- * (-ECONNRESET: the peer died or closed; -ETIMEDOUT: a transfer timed out).
+ * (-ECONNRESET: the peer died or closed; -ETIMEDOUT: a transfer timed out
+ * or UCX found the peer unreachable; -EPROTO: the peer broke the protocol;
+ * -ECANCELED: closed here).
  */
 HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *peer);
 

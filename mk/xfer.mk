@@ -70,11 +70,17 @@ xfer-test: $(XFER_TEST) $(BUILD)/hkv-xfer
 # check-all, grown by the transfer library and its test)
 XFER_ASAN	:= $(BUILD)/san-address-undefined
 check-xfer: $(XFER_TEST) $(BUILD)/hkv-xfer
+	$(Q)python3 Kbuild-docs/sphinx/kerneldoc.py --check include/hugekv-xfer.h Kbuild-docs/core-api
 	$(Q)$(if $(SANITIZE),,$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		BUILD=$(XFER_ASAN) $(XFER_ASAN)/tests/xfer-test)
 	$(Q)tests/xfer/run --build $(BUILD) $(if $(SANITIZE),,--asan $(XFER_ASAN))
 
 CHECK_EXTRA	+= check-xfer
+
+.PHONY: bench-xfer
+# the transfer benchmark: tcp, shared memory, namespaces; beside ucx_perftest
+bench-xfer: $(BUILD)/hkv-xfer
+	$(Q)scripts/test-env -- tests/xfer/bench --build $(BUILD)
 
 install:: install-xfer
 
