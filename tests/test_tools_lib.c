@@ -71,20 +71,32 @@ struct rec {
 	unsigned b;
 	int c;
 	bool d;
+	double e;
+	char f[8], g[8];
 };
 
 static const struct json_field rec_fields[] = {
 	JSON_FIELD(struct rec, a, JSON_U64), JSON_FIELD(struct rec, b, JSON_UINT),
 	JSON_FIELD_AS(struct rec, c, "see", JSON_INT), JSON_FIELD(struct rec, d, JSON_BOOL),
+	JSON_FIELD(struct rec, e, JSON_DBL), JSON_FIELD(struct rec, f, JSON_STR),
+	JSON_FIELD(struct rec, g, JSON_STR0),
 };
 
 static void doc_fields(struct json *j)
 {
-	static const struct rec r = { .a = UINT64_MAX, .b = UINT32_MAX, .c = -7, .d = true };
+	static const struct rec r = { .a = UINT64_MAX, .b = UINT32_MAX, .c = -7, .d = true,
+				      .e = 2.5, .f = "", .g = "" };
+	static const struct rec q = { .e = INFINITY, .f = "x\"", .g = "y" };
+	static const int v[] = { 3, -1 };
 
 	json_obj(j, "r");
 	json_fields(j, &r, rec_fields, JSON_NFIELDS(rec_fields));
 	json_close(j);
+	json_obj(j, "q");
+	json_fields(j, &q, rec_fields, JSON_NFIELDS(rec_fields));
+	json_close(j);
+	json_ints(j, "v", v, 2);
+	json_ints(j, "w", v, 0);
 }
 
 static void test_json_fields(void **state)
@@ -93,7 +105,9 @@ static void test_json_fields(void **state)
 
 	(void)state;
 	assert_string_equal(s, "{\"r\": {\"a\": 18446744073709551615, \"b\": 4294967295, "
-			    "\"see\": -7, \"d\": true}}\n");
+			    "\"see\": -7, \"d\": true, \"e\": 2.5, \"f\": \"\", \"g\": null}, "
+			    "\"q\": {\"a\": 0, \"b\": 0, \"see\": 0, \"d\": false, \"e\": null, "
+			    "\"f\": \"x\\\"\", \"g\": \"y\"}, \"v\": [3, -1], \"w\": []}\n");
 	free(s);
 }
 

@@ -12,16 +12,16 @@
 #include "common.h"
 
 /* ---- JSON --------------------------------------------------------------- */
+#define LAT_F(m)	JSON_FIELD(struct lat, m, JSON_DBL)
+static const struct json_field lat_fields[] = {
+	LAT_F(mean), LAT_F(p50), LAT_F(p90), LAT_F(p99), LAT_F(p999), LAT_F(max),
+};
+
 void json_lat(struct json *j, const char *key, const struct lat *l)
 {
 	json_obj(j, key);
 	json_u64(j, "n", l->n);
-	json_dbl(j, "mean", l->mean);
-	json_dbl(j, "p50", l->p50);
-	json_dbl(j, "p90", l->p90);
-	json_dbl(j, "p99", l->p99);
-	json_dbl(j, "p999", l->p999);
-	json_dbl(j, "max", l->max);
+	json_fields(j, l, lat_fields, JSON_NFIELDS(lat_fields));
 	json_obj_end(j);
 }
 

@@ -383,6 +383,14 @@ static void json_limits(const struct machine *t, struct json *j)
 	json_close(j);
 }
 
+#define PCI_F(m, key, t)	JSON_FIELD_AS(struct machine_pci, m, key, t)
+static const struct json_field pci_fields[] = {
+	PCI_F(addr, "address", JSON_STR), PCI_F(kind, "kind", JSON_STR),
+	PCI_F(class, "class", JSON_STR), PCI_F(vendor, "vendor", JSON_STR),
+	PCI_F(device, "device", JSON_STR), PCI_F(node, "numa_node", JSON_INT),
+	PCI_F(driver, "driver", JSON_STR0), PCI_F(ifname, "interfaces", JSON_STR0),
+};
+
 static void json_pci(const struct machine *t, struct json *j)
 {
 	json_arr(j, "pci");
@@ -390,14 +398,7 @@ static void json_pci(const struct machine *t, struct json *j)
 		const struct machine_pci *d = &t->pci[i];
 
 		json_obj(j, NULL);
-		json_str(j, "address", d->addr);
-		json_str(j, "kind", d->kind);
-		json_str(j, "class", d->class);
-		json_str(j, "vendor", d->vendor);
-		json_str(j, "device", d->device);
-		json_i64(j, "numa_node", d->node);
-		json_str(j, "driver", d->driver[0] ? d->driver : NULL);
-		json_str(j, "interfaces", d->ifname[0] ? d->ifname : NULL);
+		json_fields(j, d, pci_fields, JSON_NFIELDS(pci_fields));
 		json_close(j);
 	}
 	json_close(j);

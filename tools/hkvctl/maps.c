@@ -60,32 +60,53 @@ static void smaps_field(const char *line, struct map *m)
 	}
 }
 
-static int read_smaps(int pid, struct maps *ms)
+/* call @fn on each line of /proc/PID/@file, newline stripped, until it
+ * returns nonzero (returned) */
+static int each_line(int pid, const char *file, int (*fn)(char *line, void *ctx), void *ctx)
 {
 	char p[512], *line = NULL;
-	struct map *m = NULL;
 	size_t cap = 0;
+	int ret = 0;
 	FILE *f;
 
-	f = fopen(ctl_path(p, sizeof(p), "/proc/%d/smaps", pid), "re");
+	f = fopen(ctl_path(p, sizeof(p), "/proc/%d/%s", pid, file), "re");
 	if (!f)
 		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		struct map tmp = { 0 };
-
+	while (!ret && getline(&line, &cap, f) > 0) {
 		line[strcspn(line, "\n")] = '\0';
-		if (smaps_header(line, &tmp)) {
-			m = maps_add(ms);
-			if (!m)
-				break;
-			*m = tmp;
-		} else if (m) {
-			smaps_field(line, m);
-		}
+		ret = fn(line, ctx);
 	}
 	free(line);
 	fclose(f);
-	return m || !ms->n ? 0 : -ENOMEM;
+	return ret;
+}
+
+struct smaps_ctx {
+	struct maps *ms;
+	struct map *m;		/* the mapping the field lines belong to */
+};
+
+static int smaps_line(char *line, void *ctx)
+{
+	struct smaps_ctx *c = ctx;
+	struct map tmp = { 0 };
+
+	if (smaps_header(line, &tmp)) {
+		c->m = maps_add(c->ms);
+		if (!c->m)
+			return -ENOMEM;
+		*c->m = tmp;
+	} else if (c->m) {
+		smaps_field(line, c->m);
+	}
+	return 0;
+}
+
+static int read_smaps(int pid, struct maps *ms)
+{
+	struct smaps_ctx c = { .ms = ms };
+
+	return each_line(pid, "smaps", smaps_line, &c);
 }
 
 static struct map *maps_find(struct maps *ms, uint64_t start)
@@ -124,22 +145,15 @@ static void numa_line(char *line, struct maps *ms)
 	}
 }
 
+static int numa_line_cb(char *line, void *ms)
+{
+	numa_line(line, ms);
+	return 0;
+}
+
 static int read_numa_maps(int pid, struct maps *ms)
 {
-	char p[512], *line = NULL;
-	size_t cap = 0;
-	FILE *f;
-
-	f = fopen(ctl_path(p, sizeof(p), "/proc/%d/numa_maps", pid), "re");
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		line[strcspn(line, "\n")] = '\0';
-		numa_line(line, ms);
-	}
-	free(line);
-	fclose(f);
-	return 0;
+	return each_line(pid, "numa_maps", numa_line_cb, ms);
 }
 
 /**

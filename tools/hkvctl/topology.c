@@ -136,16 +136,10 @@ static void print_json(const struct machine *t)
 		json_obj(&j, NULL);
 		json_i64(&j, "node", n->id);
 		json_str(&j, "cpulist", n->cpulist);
-		json_arr(&j, "cpus");
-		for (int c = 0; c < n->ncpus; c++)
-			json_i64(&j, NULL, n->cpus[c]);
-		json_close(&j);
+		json_ints(&j, "cpus", n->cpus, (size_t)n->ncpus);
 		json_u64(&j, "mem_total_bytes", n->mem_total);
 		json_u64(&j, "mem_free_bytes", n->mem_free);
-		json_arr(&j, "distances");
-		for (int k = 0; k < n->ndist; k++)
-			json_i64(&j, NULL, n->dist[k]);
-		json_close(&j);
+		json_ints(&j, "distances", n->dist, (size_t)n->ndist);
 		json_arr(&j, "hugepages");
 		for (int k = 0; k < t->nsizes; k++) {
 			json_obj(&j, NULL);

@@ -216,6 +216,22 @@ void json_fields(struct json *j, const void *obj, const struct json_field *f, si
 		case JSON_BOOL:
 			json_bool(j, f[i].name, *(const bool *)p);
 			break;
+		case JSON_DBL:
+			json_dbl(j, f[i].name, *(const double *)p);
+			break;
+		case JSON_STR:
+		case JSON_STR0:
+			json_str(j, f[i].name, f[i].type == JSON_STR0 && !*(const char *)p ?
+				 NULL : (const char *)p);
+			break;
 		}
 	}
+}
+
+void json_ints(struct json *j, const char *key, const int *v, size_t n)
+{
+	json_arr(j, key);
+	for (size_t i = 0; i < n; i++)
+		json_i64(j, NULL, v[i]);
+	json_close(j);
 }

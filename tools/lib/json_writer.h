@@ -53,6 +53,8 @@ void json_null(struct json *j, const char *key);
 void json_str(struct json *j, const char *key, const char *v);
 /* @n bytes of @v, NUL bytes included (escaped as \u0000) */
 void json_strn(struct json *j, const char *key, const char *v, size_t n);
+/* an array of @n ints */
+void json_ints(struct json *j, const char *key, const int *v, size_t n);
 /* the key (and separator); the caller then writes one JSON value to j->f */
 void json_key(struct json *j, const char *key);
 
@@ -66,7 +68,15 @@ void json_key(struct json *j, const char *key);
  *	};
  *	json_fields(j, pn, node_fields, JSON_NFIELDS(node_fields));
  */
-enum json_type { JSON_U64, JSON_UINT, JSON_INT, JSON_BOOL };
+enum json_type {
+	JSON_U64,	/* uint64_t */
+	JSON_UINT,	/* unsigned */
+	JSON_INT,	/* int */
+	JSON_BOOL,	/* bool */
+	JSON_DBL,	/* double */
+	JSON_STR,	/* char[]: a string */
+	JSON_STR0,	/* char[]: a string, null when empty */
+};
 
 struct json_field {
 	const char *name;
