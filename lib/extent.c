@@ -2,10 +2,11 @@
 /*
  * extent.c - the free-extent index of one page space (one lane).
  *
- * Free extents of length <= nexact sit in exact size bins; each bin is split
- * into XI_REGIONS address regions so the lowest non-empty region (a 64-bit
- * mask) gives ties to lower addresses, which keeps a large free run alive at
- * the high end under churn. Longer extents sit in a treap keyed by
+ * Free extents of length <= nexact sit in exact size bins; each bin keeps a
+ * bitmap (with summary levels) of the 64-page groups where its extents
+ * start, so its lowest-address extent is found in a few word operations:
+ * ties go to the lower address, which keeps a large free run alive at the
+ * high end under churn. Longer extents sit in a treap keyed by
  * (len, start): best fit is a lower bound, the largest is its maximum.
  * Boundary tags (the node id at the first and last page of every free
  * extent) plus one allocated bit per page make coalescing O(1). Per 64-page
@@ -20,8 +21,9 @@
  * Nothing here walks all pages or all free extents except xi_usable() (bins
  * plus large extents, for stats), xi_free_ids() and xi_check().
  * Metadata: 1 byte per page (64-byte group lines) plus 256 bytes per crowded
- * group, 32 bytes per free extent, and ~270 bytes per exact bin (one bin
- * per XI_PAGES_PER_BIN pages at most).
+ * group, 32 bytes per free extent, and per exact bin one bit per group (one
+ * bin per XI_PAGES_PER_BIN pages, XI_MAX_EXACT at most: under 0.6 bytes per
+ * page in all).
  */
 #include "internal.h"
 
@@ -169,6 +171,7 @@ static void node_put(struct xindex *x, uint32_t id)
 /* ---- tags: node ids of the first and last pages of free extents -------- */
 
 #define BYTES(v)	((v) * 0x0101010101010101ull)
+#define KEY_OFF		BYTES(0x7f)	/* key bytes without the start flag */
 
 /* index of the lowest byte of w equal to v, or -1 (SWAR) */
 static inline int key_find(uint64_t w, uint64_t v)
@@ -189,7 +192,7 @@ static inline uint32_t tag_get(const struct xindex *x, uint32_t p)
 	const struct xgroup *g = &x->grp[p >> 6];
 
 	if (likely(!g->blk))
-		return g->id[key_find(g->keys, (p & 63) + 1)];
+		return g->id[key_find(g->keys & KEY_OFF, (p & 63) + 1)];
 	return x->ovf[g->blk - 1][p & 63];
 }
 
@@ -202,41 +205,54 @@ uint32_t xi_tag(const struct xindex *x, uint32_t p)
 	g = &x->grp[p >> 6];
 	if (g->blk)
 		return g->keys & (1ull << (p & 63)) ? x->ovf[g->blk - 1][p & 63] : XI_NIL;
-	return key_find(g->keys, (p & 63) + 1) < 0 ? XI_NIL : tag_get(x, p);
+	return key_find(g->keys & KEY_OFF, (p & 63) + 1) < 0 ? XI_NIL : tag_get(x, p);
 }
 
-/* the pages of a group that carry tags, as a bitmap */
-uint64_t xi_tagged(const struct xindex *x, uint64_t group)
+/* the pages of a group that carry tags (starts only: those that start) */
+static uint64_t group_tagged(const struct xindex *x, uint64_t group, bool starts)
 {
 	const struct xgroup *g = &x->grp[group];
 	uint64_t m = 0;
 
 	if (g->blk)
-		return g->keys;
+		return starts ? g->starts : g->keys;
 	for (int i = 0; i < XI_GSLOTS; i++) {
 		unsigned k = (g->keys >> (8 * i)) & 0xff;
 
-		if (k)
-			m |= 1ull << (k - 1);
+		if (k && (!starts || (k & XI_KEY_START)))
+			m |= 1ull << ((k & 0x7f) - 1);
 	}
 	return m;
+}
+
+uint64_t xi_tagged(const struct xindex *x, uint64_t group)
+{
+	return group_tagged(x, group, false);
+}
+
+uint64_t xi_tagged_starts(const struct xindex *x, uint64_t group)
+{
+	return group_tagged(x, group, true);
 }
 
 /* a group's slots are full: its tags move to an overflow block (reserved) */
 static void g_spill(struct xindex *x, struct xgroup *g)
 {
 	uint32_t blk = x->ovf_free, *o = x->ovf[blk];
-	uint64_t m = 0;
+	uint64_t m = 0, st = 0;
 
 	x->ovf_free = o[0];
 	x->ovf_nfree--;
 	for (int i = 0; i < XI_GSLOTS; i++) {
-		unsigned k = (g->keys >> (8 * i)) & 0xff;
+		unsigned k = (g->keys >> (8 * i)) & 0xff, b = (k & 0x7f) - 1;
 
-		o[k - 1] = g->id[i];	/* full: every key is set */
-		m |= 1ull << (k - 1);
+		o[b] = g->id[i];	/* full: every key is set */
+		m |= 1ull << b;
+		if (k & XI_KEY_START)
+			st |= 1ull << b;
 	}
 	g->keys = m;
+	g->starts = st;
 	g->blk = blk + 1;
 }
 
@@ -244,13 +260,13 @@ static void g_spill(struct xindex *x, struct xgroup *g)
 static void g_unspill(struct xindex *x, struct xgroup *g)
 {
 	uint32_t blk = g->blk - 1, *o = x->ovf[blk];
-	uint64_t m = g->keys, keys = 0;
+	uint64_t m = g->keys, st = g->starts, keys = 0;
 
 	for (int i = 0; m; i++, m &= m - 1) {
 		unsigned b = (unsigned)__builtin_ctzll(m);
 
 		g->id[i] = o[b];
-		keys |= (uint64_t)(b + 1) << (8 * i);
+		keys |= (uint64_t)((b + 1) | (st >> b & 1 ? XI_KEY_START : 0)) << (8 * i);
 	}
 	g->keys = keys;
 	g->blk = 0;
@@ -259,18 +275,19 @@ static void g_unspill(struct xindex *x, struct xgroup *g)
 	x->ovf_nfree++;
 }
 
-static void tag_set(struct xindex *x, uint32_t p, uint32_t id)
+/* tag page p with id; start: p is the first page of its extent */
+static void tag_set(struct xindex *x, uint32_t p, uint32_t id, bool start)
 {
 	struct xgroup *g = &x->grp[p >> 6];
 	unsigned b = p & 63;
 	int i;
 
 	if (likely(!g->blk)) {
-		i = key_find(g->keys, b + 1);
+		i = key_find(g->keys & KEY_OFF, b + 1);
 		if (i < 0)
 			i = key_find(g->keys, 0);	/* an empty slot */
 		if (likely(i >= 0)) {
-			g->keys = key_put(g->keys, i, b + 1);
+			g->keys = key_put(g->keys, i, (b + 1) | (start ? XI_KEY_START : 0));
 			g->id[i] = id;
 			return;
 		}
@@ -278,6 +295,7 @@ static void tag_set(struct xindex *x, uint32_t p, uint32_t id)
 	}
 	x->ovf[g->blk - 1][b] = id;
 	g->keys |= 1ull << b;
+	g->starts = start ? g->starts | 1ull << b : g->starts & ~(1ull << b);
 }
 
 static void tag_clear(struct xindex *x, uint32_t p)
@@ -287,12 +305,13 @@ static void tag_clear(struct xindex *x, uint32_t p)
 	int i;
 
 	if (likely(!g->blk)) {
-		i = key_find(g->keys, b + 1);
+		i = key_find(g->keys & KEY_OFF, b + 1);
 		if (i >= 0)
 			g->keys = key_put(g->keys, i, 0);
 		return;
 	}
 	g->keys &= ~(1ull << b);
+	g->starts &= ~(1ull << b);
 	if (__builtin_popcountll(g->keys) <= XI_GSLOTS / 2)	/* hysteresis */
 		g_unspill(x, g);
 }
@@ -301,31 +320,111 @@ static inline void set_tags(struct xindex *x, uint32_t id)
 {
 	const struct fext *e = &x->node[id];
 
-	tag_set(x, e->start, id);
-	tag_set(x, e->start + e->len - 1, id);
+	tag_set(x, e->start, id, true);
+	if (e->len > 1)
+		tag_set(x, e->start + e->len - 1, id, false);
 }
 
 /* ---- exact bins -------------------------------------------------------- */
 
-static inline uint32_t *bin_slot(struct xindex *x, uint32_t bin, uint32_t region)
+/*
+ * Each exact bin has a bitmap of the groups (64 pages) where one of its
+ * extents starts, with a summary bitmap over its words, and so on up to one
+ * word (XI_LEVELS at most). The lowest set leaf bit is the lowest group
+ * holding such a start; the group's tags name its extents, and the lowest
+ * matching start is the bin's lowest-address extent: ties go exactly to the
+ * lower address, in a few word operations and at most one scan of a
+ * group's tags (eight, or 64 in a crowded group).
+ */
+static inline uint64_t *bin_bits(const struct xindex *x, uint32_t bin)
 {
-	return &x->bin_head[(size_t)bin * XI_REGIONS + region];
+	return x->bin_bits + (size_t)bin * x->bin_stride;
+}
+
+/* is id an extent of this bin (not one just taken out of it)? */
+static inline bool in_bin(const struct xindex *x, uint32_t id, uint32_t p, uint32_t bin)
+{
+	const struct fext *e = &x->node[id];
+
+	return e->start == p && e->len == bin && !e->prio && e->parent != XI_NIL;
+}
+
+/* the lowest start in group g of an extent of bin, skipping node skip;
+ * *more: another one starts there too */
+static uint32_t group_lowest(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip,
+			     bool *more)
+{
+	const struct xgroup *gr = &x->grp[g];
+	uint32_t best = XI_NIL, bestp = UINT32_MAX, base = (uint32_t)(g << 6), n = 0;
+
+	if (gr->blk) {
+		for (uint64_t m = gr->starts; m; m &= m - 1) {
+			uint32_t p = base + (uint32_t)__builtin_ctzll(m);
+			uint32_t id = x->ovf[gr->blk - 1][p & 63];
+
+			if (id != skip && in_bin(x, id, p, bin) && !n++)
+				best = id;
+		}
+	} else {
+		for (uint64_t f = gr->keys & BYTES(XI_KEY_START); f; f &= f - 1) {
+			int i = __builtin_ctzll(f) >> 3;
+			uint32_t id = gr->id[i], p = base + ((gr->keys >> (8 * i)) & 0x7f) - 1;
+
+			if (id != skip && in_bin(x, id, p, bin)) {
+				n++;
+				if (p < bestp) {
+					bestp = p;
+					best = id;
+				}
+			}
+		}
+	}
+	if (more)
+		*more = n > 1;
+	return best;
+}
+
+static void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
+{
+	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
+		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)], was = *w;
+
+		*w = was | 1ull << (i & 63);
+		if (was)
+			return;		/* the levels above know already */
+	}
+}
+
+static void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i)
+{
+	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
+		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)];
+
+		*w &= ~(1ull << (i & 63));
+		if (*w)
+			return;
+	}
+}
+
+/* the lowest set leaf bit (the bitmap is not empty) */
+static uint64_t bits_lowest(const struct xindex *x, const uint64_t *bits)
+{
+	uint64_t i = 0;
+
+	for (unsigned l = x->bin_levels; l-- > 0;)
+		i = (i << 6) + (uint64_t)__builtin_ctzll(bits[x->bin_off[l] + i]);
+	return i;
 }
 
 static void bin_insert(struct xindex *x, uint32_t id)
 {
 	struct fext *e = &x->node[id];
-	uint32_t bin = e->len, region = e->start >> x->region_shift;
-	uint32_t *head = bin_slot(x, bin, region);
+	uint32_t bin = e->len;
 
+	x->hint_id = XI_NIL;
 	e->prio = 0;
-	e->parent = region;
-	e->prev = XI_NIL;
-	e->next = *head;
-	if (*head != XI_NIL)
-		x->node[*head].prev = id;
-	*head = id;
-	x->bin_regions[bin] |= 1ull << region;
+	e->parent = 0;		/* in a bin */
+	bits_set(x, bin_bits(x, bin), e->start >> 6);
 	x->bin_mask[bin >> 6] |= 1ull << (bin & 63);
 	x->bin_words |= 1ull << (bin >> 6);
 	x->bin_count[bin]++;
@@ -334,20 +433,19 @@ static void bin_insert(struct xindex *x, uint32_t id)
 static void bin_remove(struct xindex *x, uint32_t id)
 {
 	struct fext *e = &x->node[id];
-	uint32_t bin = e->len, region = e->parent;
+	uint32_t bin = e->len;
 
-	if (e->prev != XI_NIL)
-		x->node[e->prev].next = e->next;
-	else
-		*bin_slot(x, bin, region) = e->next;
-	if (e->next != XI_NIL)
-		x->node[e->next].prev = e->prev;
-	if (*bin_slot(x, bin, region) == XI_NIL) {
-		x->bin_regions[bin] &= ~(1ull << region);
-		if (!x->bin_regions[bin] && !(x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63))))
-			x->bin_words &= ~(1ull << (bin >> 6));
-	}
-	x->bin_count[bin]--;
+	bool more = x->hint_more;
+
+	/* the pick just found it, and whether its group holds another */
+	if (id != x->hint_id)
+		more = group_lowest(x, e->start >> 6, bin, id, NULL) != XI_NIL;
+	x->hint_id = XI_NIL;
+	if (!more)
+		bits_clear(x, bin_bits(x, bin), e->start >> 6);
+	e->parent = XI_NIL;
+	if (!--x->bin_count[bin] && !(x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63))))
+		x->bin_words &= ~(1ull << (bin >> 6));
 }
 
 /* smallest non-empty bin >= n, or 0: two words, never a scan */
@@ -390,12 +488,14 @@ static uint32_t bin_last_below(const struct xindex *x, uint32_t n)
 	return (w << 6) + 63 - (uint32_t)__builtin_clzll(m);
 }
 
-/* lowest-region extent of a non-empty bin */
+/* the lowest-address extent of a non-empty bin */
 static inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
 {
-	uint32_t region = (uint32_t)__builtin_ctzll(x->bin_regions[bin]);
+	struct xindex *w = (struct xindex *)x;	/* the hint is a cache */
 
-	return x->bin_head[(size_t)bin * XI_REGIONS + region];
+	w->hint_id = group_lowest(x, bits_lowest(x, bin_bits(x, bin)), bin, XI_NIL,
+				  &w->hint_more);
+	return w->hint_id;
 }
 
 /* ---- index: bins + treap ----------------------------------------------- */
@@ -442,7 +542,7 @@ static uint32_t find_fit(const struct xindex *x, uint64_t n)
 	return tree_lower_bound(x, n);
 }
 
-/* the largest free extent (ties: lowest region), or XI_NIL */
+/* the largest free extent (ties: lowest address), or XI_NIL */
 static uint32_t find_largest(const struct xindex *x)
 {
 	uint32_t bin;
@@ -482,25 +582,28 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->barrier = (uint32_t)barrier;
 	/* bins cost ~270 bytes each: keep them under ~2.7 bytes per page */
 	x->nexact = (uint32_t)HKV_MAX(1, HKV_MIN(npages / XI_PAGES_PER_BIN, XI_MAX_EXACT));
-	while ((x->npages - 1) >> x->region_shift >= XI_REGIONS)
-		x->region_shift++;
 	x->nbinwords = (x->nexact + 1 + 63) / 64;
-	x->root = x->tree_max = x->free_node = XI_NIL;
+	for (uint64_t n = words, off = 0; ; n = (n + 63) / 64) {	/* group bitmaps */
+		x->bin_off[x->bin_levels++] = (uint32_t)off;
+		off += (n + 63) / 64;
+		x->bin_stride = (uint32_t)off;
+		if (n <= 64)
+			break;
+	}
+	x->root = x->tree_max = x->free_node = x->hint_id = XI_NIL;
 	x->seed = 0x9e3779b9u ^ (uint32_t)base;
 	x->grp = meta_alloc(words * sizeof(struct xgroup));
 	x->allocated = x->grp ? &x->grp[0].alloc : NULL;
 	x->in_unit = x->grp ? &x->grp[0].in_unit : NULL;
-	x->bin_head = malloc((size_t)(x->nexact + 1) * XI_REGIONS * sizeof(uint32_t));
-	x->bin_regions = calloc(x->nexact + 1, 8);
+	x->bin_bits = meta_alloc((size_t)(x->nexact + 1) * x->bin_stride * 8);
 	x->bin_count = calloc(x->nexact + 1, sizeof(uint32_t));
 	x->bin_mask = calloc(x->nbinwords, 8);
 	nseg = barrier ? (base + npages - 1) / barrier - base / barrier + 1 : 1;
-	if (!x->grp || !x->bin_head || !x->bin_regions ||
+	if (!x->grp || !x->bin_bits ||
 	    !x->bin_count || !x->bin_mask || xi_reserve(x, (uint32_t)HKV_MAX(nseg, 16))) {
 		xi_fini(x);
 		return -ENOMEM;
 	}
-	memset(x->bin_head, 0xff, (size_t)(x->nexact + 1) * XI_REGIONS * sizeof(uint32_t));
 	for (p = 0; p < x->npages;) {
 		uint32_t end = x->npages, id = node_get(x);
 
@@ -530,8 +633,7 @@ void xi_fini(struct xindex *x)
 	meta_free(x->grp, ((size_t)x->npages + 63) / 64 * sizeof(struct xgroup));
 	free(x->ovf);
 	free(x->node);
-	free(x->bin_head);
-	free(x->bin_regions);
+	meta_free(x->bin_bits, (size_t)(x->nexact + 1) * x->bin_stride * 8);
 	free(x->bin_count);
 	free(x->bin_mask);
 	memset(x, 0, sizeof(*x));
@@ -539,8 +641,16 @@ void xi_fini(struct xindex *x)
 
 /* ---- alloc --------------------------------------------------------------- */
 
-/* extents in the best answer for n > largest: largest-first prefix count */
-static long plan_multi(const struct xindex *x, uint64_t n)
+/**
+ * xi_plan_multi() - extents of the best answer for n > largest free pages
+ * @x: the index
+ * @n: pages wanted, more than the largest free extent
+ *
+ * The largest-first prefix count, from the treap and the bin counts.
+ *
+ * Return: the number of extents, or -ENOMEM.
+ */
+long xi_plan_multi(const struct xindex *x, uint64_t n)
 {
 	uint64_t sum = 0;
 	uint32_t id, bin;
@@ -563,25 +673,6 @@ static long plan_multi(const struct xindex *x, uint64_t n)
 	return -ENOMEM;	/* unreachable while free_pages >= n */
 }
 
-/**
- * xi_plan() - how many extents the best answer for n pages takes
- * @x: the index
- * @n: pages wanted (> 0)
- * @contig: only a single extent will do
- *
- * Return: the number of extents, or -ENOMEM; takes nothing.
- */
-long xi_plan(const struct xindex *x, uint64_t n, bool contig)
-{
-	if (n > x->free_pages)
-		return -ENOMEM;
-	if (n <= x->largest)
-		return 1;
-	if (contig)
-		return -ENOMEM;
-	return plan_multi(x, n);
-}
-
 /* take n pages from the low end of free extent id */
 /*
  * A long extent that stays long after the carve keeps its treap slot when
@@ -602,7 +693,7 @@ static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 	tag_clear(x, e->start);
 	e->start = start;
 	e->len = len;
-	tag_set(x, start, id);
+	tag_set(x, start, id, true);
 	if (id == x->tree_max)
 		HKV_STORE(&x->largest, len);
 	return true;
@@ -620,7 +711,7 @@ static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *
 	if (e->len > n) {
 		e->start += (uint32_t)n;
 		e->len -= (uint32_t)n;
-		tag_set(x, e->start, id);
+		tag_set(x, e->start, id, true);
 		idx_insert(x, id);
 	} else {
 		tag_clear(x, start + e->len - 1);
@@ -853,5 +944,5 @@ size_t xi_metadata_bytes(const struct xindex *x)
 
 	return words * sizeof(struct xgroup) + (size_t)x->ovf_cap * sizeof(*x->ovf) +
 	       (size_t)x->ncap * sizeof(struct fext) +
-	       (size_t)(x->nexact + 1) * (XI_REGIONS * 4 + 8 + 4) + x->nbinwords * 8;
+	       (size_t)(x->nexact + 1) * (x->bin_stride * 8 + 4) + x->nbinwords * 8;
 }

@@ -22,7 +22,7 @@ static bool is_free(const struct xindex *x, uint32_t p)
 
 /* every maximal free run (split at barriers) is one indexed node */
 static int check_runs(const struct xindex *x, uint64_t *pages, uint64_t *runs,
-		      uint64_t *largest, uint64_t *bound)
+		      uint64_t *largest, uint64_t *bound, uint64_t *starts)
 {
 	uint32_t p = 0;
 
@@ -48,6 +48,7 @@ static int check_runs(const struct xindex *x, uint64_t *pages, uint64_t *runs,
 		      (unsigned long long)(x->base + s));
 		CHECK(xi_test_range(x->in_unit, s, p - s, false), "free page in a unit");
 		bound[s >> 6] |= 1ull << (s & 63);
+		starts[s >> 6] |= 1ull << (s & 63);
 		bound[(p - 1) >> 6] |= 1ull << ((p - 1) & 63);
 		*pages += p - s;
 		(*runs)++;
@@ -57,40 +58,63 @@ static int check_runs(const struct xindex *x, uint64_t *pages, uint64_t *runs,
 	return 0;
 }
 
+/* every bin's group bitmap names exactly the groups where its extents start */
 static int check_bins(const struct xindex *x, uint64_t *count)
 {
-	uint32_t bin, region, id, prev, n;
+	uint64_t ngroups = ((uint64_t)x->npages + 63) / 64, leaf = (ngroups + 63) / 64;
+	uint64_t *want = calloc((size_t)(x->nexact + 1) * leaf, sizeof(*want));
+	uint32_t *n = calloc(x->nexact + 1, sizeof(*n));
+	int err = 0;
 
-	for (bin = 1; bin <= x->nexact; bin++) {
-		bool any = false;
-
-		for (region = 0, n = 0; region < XI_REGIONS; region++) {
-			bool has = x->bin_head[(size_t)bin * XI_REGIONS + region] != XI_NIL;
-
-			CHECK(has == !!(x->bin_regions[bin] & (1ull << region)),
-			      "bin %u region %u mask is wrong", bin, region);
-			prev = XI_NIL;
-			for (id = x->bin_head[(size_t)bin * XI_REGIONS + region]; id != XI_NIL;
-			     prev = id, id = x->node[id].next) {
-				const struct fext *e = &x->node[id];
-
-				CHECK(e->len == bin && e->prev == prev && e->prio == 0 &&
-				      e->parent == region && e->start >> x->region_shift == region,
-				      "bin %u region %u: node %u misfiled", bin, region, id);
-				CHECK(xi_tag(x, e->start) == id, "bin node %u is not a free run", id);
-				n++;
-			}
-			any |= has;
-		}
-		CHECK(n == x->bin_count[bin], "bin %u counts %u, holds %u", bin,
-		      x->bin_count[bin], n);
-		CHECK(any == !!(x->bin_mask[bin >> 6] & (1ull << (bin & 63))),
-		      "bin %u: bin mask is wrong", bin);
-		CHECK(!!x->bin_mask[bin >> 6] == !!(x->bin_words & (1ull << (bin >> 6))),
-		      "bin %u: word summary is wrong", bin);
-		*count += n;
+	if (!want || !n) {
+		free(want);
+		free(n);
+		return -ENOMEM;
 	}
-	return 0;
+	for (uint64_t g = 0; g < ngroups && !err; g++) {
+		for (uint64_t m = xi_tagged(x, g); m; m &= m - 1) {
+			uint32_t p = (uint32_t)(g * 64 + (uint64_t)__builtin_ctzll(m));
+			uint32_t id = xi_tag(x, p);
+			const struct fext *e = &x->node[id];
+
+			if (e->start != p || e->len > x->nexact)
+				continue;	/* an end, or in the treap */
+			if (e->prio || e->parent) {
+				hkv_log(HKV_LOG_ERR, "hkv_check: node %u of %u pages is not in its bin",
+					id, e->len);
+				err = -EUCLEAN;
+				break;
+			}
+			want[(size_t)e->len * leaf + g / 64] |= 1ull << (g % 64);
+			n[e->len]++;
+		}
+	}
+	for (uint32_t bin = 1; bin <= x->nexact && !err; bin++) {
+		const uint64_t *bits = x->bin_bits + (size_t)bin * x->bin_stride;
+
+		if (memcmp(bits, want + (size_t)bin * leaf, leaf * 8) || n[bin] != x->bin_count[bin] ||
+		    !!n[bin] != !!(x->bin_mask[bin >> 6] & (1ull << (bin & 63))) ||
+		    !!x->bin_mask[bin >> 6] != !!(x->bin_words & (1ull << (bin >> 6)))) {
+			hkv_log(HKV_LOG_ERR, "hkv_check: bin %u: %u extents, counted %u, or its "
+				"groups or masks are wrong", bin, n[bin], x->bin_count[bin]);
+			err = -EUCLEAN;
+		}
+		for (uint32_t l = 1; l < x->bin_levels && !err; l++) {	/* summaries */
+			for (uint64_t j = 0; j < x->bin_off[l] - x->bin_off[l - 1]; j++) {
+				bool set = bits[x->bin_off[l] + j / 64] >> (j % 64) & 1;
+
+				if (set != !!bits[x->bin_off[l - 1] + j]) {
+					hkv_log(HKV_LOG_ERR, "hkv_check: bin %u: level %u summary", bin, l);
+					err = -EUCLEAN;
+					break;
+				}
+			}
+		}
+		*count += n[bin];
+	}
+	free(want);
+	free(n);
+	return err;
 }
 
 /* heap order, BST order, parent links; returns nodes or -EUCLEAN */
@@ -132,15 +156,15 @@ int xi_check(const struct xindex *x)
 	long treed;
 
 	uint64_t ngroups = ((uint64_t)x->npages + 63) / 64, spilled = 0;
-	uint64_t *bound = calloc(ngroups, sizeof(*bound));
+	uint64_t *bound = calloc(2 * ngroups, sizeof(*bound)), *starts = bound + ngroups;
 	int err;
 
 	if (!bound)
 		return -ENOMEM;
-	err = check_runs(x, &pages, &runs, &largest, bound);
+	err = check_runs(x, &pages, &runs, &largest, bound, starts);
 	for (uint64_t g = 0; !err && g < ngroups; g++) {
 		/* tags mark exactly the first and last pages of free runs */
-		if (xi_tagged(x, g) != bound[g]) {
+		if (xi_tagged(x, g) != bound[g] || xi_tagged_starts(x, g) != starts[g]) {
 			hkv_log(HKV_LOG_ERR, "hkv_check: group %llu tags the wrong pages",
 				(unsigned long long)g);
 			err = -EUCLEAN;

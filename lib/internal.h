@@ -69,21 +69,22 @@ int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
 /* ---- extent.c: free-extent index of one lane ----------------------------
  *
  * Free extents of a page space [base, base + npages). Exact size bins for
- * small extents (each split into address regions, lowest region first) and a
- * treap keyed by (len, start) for large ones. Boundary tags (node id at the
- * first and last page of each free extent) make coalescing O(1). Pages are
- * space-relative (uint32) inside; struct hkv_extent values are absolute.
+ * small extents (each with a bitmap of the groups its extents start in,
+ * lowest address first) and a treap keyed by (len, start) for large ones.
+ * Boundary tags (node id at the first and last page of each free extent)
+ * make coalescing O(1). Pages are space-relative (uint32) inside; struct
+ * hkv_extent values are absolute.
  */
 #define XI_NIL		UINT32_MAX
-#define XI_REGIONS	64	/* address regions per exact bin */
-#define XI_MAX_EXACT	1024	/* sizes 1..XI_MAX_EXACT get exact bins */
+#define XI_MAX_EXACT	256	/* sizes 1..XI_MAX_EXACT get exact bins */
 #define XI_PAGES_PER_BIN 100	/* ... but one bin per 100 pages at most */
+#define XI_LEVELS	6	/* group bitmap levels: 64^6 groups */
 #define XI_MAX_PAGES	(UINT32_MAX - 1)
 
 struct fext {			/* one free extent; 32 bytes */
 	uint32_t start, len;
-	uint32_t prev, next;	/* exact bin list, or treap children */
-	uint32_t parent;	/* treap parent (large) or region (exact) */
+	uint32_t prev, next;	/* treap children (next: node free list) */
+	uint32_t parent;	/* treap parent; in a bin: 0, or XI_NIL once out */
 	uint32_t prio;		/* treap priority; 0 = in an exact bin */
 	uint32_t pad[2];
 };
@@ -92,16 +93,20 @@ struct fext {			/* one free extent; 32 bytes */
  * Per-page state, one cache line per 64-page group: the allocated and
  * in_unit words, and the node ids of the group's pages that start or end a
  * free extent, as up to XI_GSLOTS (page offset + 1, id) pairs (key byte 0 =
- * empty slot). A group with more such pages (a finely fragmented one)
- * keeps them in an overflow block of 64 ids indexed by page (blk = block +
+ * empty slot; XI_KEY_START marks a first page). A group with more such
+ * pages (a finely fragmented one) keeps them in an overflow block of 64 ids indexed by page (blk = block +
  * 1) and a bitmap of them in keys. A free or an allocation reads and
  * writes its neighbours' tags in the line it already holds for the bitmap.
  */
 #define XI_GSLOTS	8
+#define XI_KEY_START	0x80	/* key flag: the page starts its extent */
 struct xgroup {
 	uint64_t alloc, in_unit;
 	uint64_t keys;			/* XI_GSLOTS key bytes, or the bitmap */
-	uint32_t id[XI_GSLOTS];
+	union {
+		uint32_t id[XI_GSLOTS];
+		uint64_t starts;	/* overflowed: the tagged pages that start */
+	};
 	uint32_t blk;			/* 0, or overflow block + 1 */
 	uint32_t pad;
 } __attribute__((aligned(64)));
@@ -118,9 +123,11 @@ struct xindex {
 	struct fext *node;
 	uint32_t ncap, nused, free_node;	/* node array, free-list head */
 	uint32_t nexact;	/* sizes 1..nexact are binned exactly */
-	uint32_t region_shift;	/* page >> shift = region */
-	uint32_t *bin_head;	/* [(nexact + 1) * XI_REGIONS] */
-	uint64_t *bin_regions;	/* [nexact + 1] mask of non-empty regions */
+	uint64_t *bin_bits;	/* per bin: groups where its extents start */
+	uint32_t bin_stride, bin_levels;	/* words per bin, levels */
+	uint32_t bin_off[XI_LEVELS];	/* word offset of each level (leaf first) */
+	uint32_t hint_id;	/* last bin pick; hint_more: its group holds another */
+	bool hint_more;
 	uint64_t *bin_mask;	/* bitmap of non-empty bins */
 	uint64_t bin_words;	/* bitmap of non-zero bin_mask words (<= 17) */
 	uint32_t *bin_count;	/* extents per bin (UFI without a scan) */
@@ -144,7 +151,15 @@ static inline bool xi_page_free(const struct xindex *x, uint64_t rel)
 int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier);
 void xi_fini(struct xindex *x);
 /* extents of the best answer for n pages, or -ENOMEM; plans, takes nothing */
-long xi_plan(const struct xindex *x, uint64_t n, bool contig);
+long xi_plan_multi(const struct xindex *x, uint64_t n);
+static inline long xi_plan(const struct xindex *x, uint64_t n, bool contig)
+{
+	if (n > x->free_pages)
+		return -ENOMEM;
+	if (likely(n <= x->largest))
+		return 1;
+	return contig ? -ENOMEM : xi_plan_multi(x, n);
+}
 /* take n pages as exactly nplan extents (from xi_plan) into ext */
 void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext);
 /* 0 if every page of [start, start+len) is allocated and not in a unit,
@@ -159,11 +174,35 @@ static inline int xi_reserve_take(struct xindex *x, long k)
 	return likely(x->ovf_nfree >= (uint64_t)k) ? 0
 		: xi_reserve_grow(x, (uint32_t)HKV_MIN(k, (long)UINT32_MAX));
 }
+/* xi_reserve(x, 1) and xi_check_allocated() for the common free: room
+ * already there, one bitmap word */
+static inline int xi_reserve_one(struct xindex *x)
+{
+	if (likely(x->free_extents < x->ncap && x->ovf_nfree >= 2))
+		return 0;
+	return xi_reserve(x, 1);
+}
+
+static inline int xi_check_allocated_fast(const struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint64_t from = start - x->base;
+
+	if (likely((from & 63) + len <= 64)) {
+		uint64_t m = (len == 64 ? ~0ull : (1ull << len) - 1) << (from & 63);
+		const uint64_t *w = &x->allocated[XI_WORD(from)];
+
+		if ((w[0] & m) != m)
+			return -EINVAL;
+		return w[1] & m ? -EBUSY : 0;
+	}
+	return xi_check_allocated(x, start, len);
+}
 /* node id tagged at page p (space-relative), XI_NIL if p is not the first
  * or last page of a free extent */
 uint32_t xi_tag(const struct xindex *x, uint32_t p);
 /* the tagged pages of a 64-page group, as a bitmap (checks) */
 uint64_t xi_tagged(const struct xindex *x, uint64_t group);
+uint64_t xi_tagged_starts(const struct xindex *x, uint64_t group);
 /* free allocated pages (checked), coalescing; needs xi_reserve(x, 1) */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len);
 /* set/clear the allocated bits of absolute [start, start+len) */

@@ -70,10 +70,9 @@ static void free_prefetch(const struct xindex *x, const struct hkv_extent *e)
 {
 	uint64_t s = e->start - x->base, last = HKV_MIN(s + e->len, (uint64_t)x->npages) - 1;
 
-	/* the group lines of the pages before, first, last and after */
+	/* the group lines of the pages before and after (first and last are
+	 * nearly always in the same lines) */
 	__builtin_prefetch(&x->grp[(s ? s - 1 : s) >> 6], 1);
-	__builtin_prefetch(&x->grp[s >> 6], 1);
-	__builtin_prefetch(&x->grp[last >> 6], 1);
 	__builtin_prefetch(&x->grp[(last + 1 < x->npages ? last + 1 : last) >> 6], 1);
 }
 
@@ -85,9 +84,9 @@ static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned 
 
 	free_prefetch(&l->xi, e);
 	lane_lock(l);
-	ret = xi_reserve(&l->xi, 1);
+	ret = xi_reserve_one(&l->xi);
 	if (!ret)
-		ret = xi_check_allocated(&l->xi, e->start, e->len);
+		ret = xi_check_allocated_fast(&l->xi, e->start, e->len);
 	if (!ret) {
 		xi_free(&l->xi, e->start, e->len);
 		l->c.pages_freed += e->len;
@@ -124,7 +123,10 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	}
 	if (n == 1 && ext->len && ext->start < pool->npages &&
 	    ext->len <= pool->npages - ext->start) {
-		lo = lane_piece(pool, ext->start, ext->start + ext->len, &pages);
+		if (pool->nlanes == 1 && !pool->chunk_pages)	/* one lane, no chunks */
+			pages = ext->len;
+		else
+			lo = lane_piece(pool, ext->start, ext->start + ext->len, &pages);
 		if (pages == ext->len) {
 			ret = free_one(pool, ext, lo);
 			pages = ret ? 0 : pages;

@@ -106,10 +106,16 @@ static void check_alloc(struct model *m, unsigned lane, uint64_t n, int k,
 		if (len[i] >= n && len[i] < fit)
 			fit = len[i];
 	if (k == 1 && fit != UINT64_MAX) {	/* best fit, from a run's low end */
-		for (i = 0; i < nr; i++)
+		uint64_t lowest = UINT64_MAX;	/* ties: the lowest such run */
+
+		for (i = 0; i < nr; i++) {
 			if (start[i] == e[0].start)
 				best = len[i];
+			if (len[i] == fit && start[i] < lowest)
+				lowest = start[i];
+		}
 		assert_int_equal(best, fit);
+		assert_int_equal(e[0].start, lowest);
 	}
 	want = fewest(len, nr, n);
 	if (k < 0) {
