@@ -79,6 +79,28 @@ def test_numbers_refused_everywhere():
         raise Skip("no tool built")
 
 
+def test_bench_sizes_file_refuses_wrapping_numbers():
+    """hkv-bench --sizes FILE: each line two whole numbers; "-1" (which
+    wrapped to 2^64 - 1 and was dropped silently) and hex are refused"""
+    exe = os.path.join(BUILD, "hkv-bench")
+    if not os.path.exists(exe):
+        raise Skip("hkv-bench not built")
+    d = tempfile.mkdtemp(prefix="hkv-sizes-")
+    try:
+        for text, rc in (("1 500\n8 200\n", 0), ("1 500\n-1 200\n", 2),
+                         ("1 500\n0x10 5\n", 2), ("1 500 7\n", 2), ("4 -3\n", 2)):
+            p = os.path.join(d, "hist.txt")
+            with open(p, "w") as f:
+                f.write(text)
+            got, _, err = run([exe, "churn", "--quick", "--sizes", p, "--baselines", "none",
+                               "--ops", "2K", "--json"], timeout=120)
+            eq(got, rc, "churn --sizes %r" % text)
+            if rc:
+                assert "want \"pages count\"" in err, err
+    finally:
+        shutil.rmtree(d)
+
+
 def test_bench_csv_not_through_symlink():
     """hkv-bench --csv DIR writes no file through a symlink planted there"""
     exe = os.path.join(BUILD, "hkv-bench")
@@ -102,4 +124,4 @@ def test_bench_csv_not_through_symlink():
 
 if __name__ == "__main__":
     main([test_version_help_usage, test_numbers_refused_everywhere,
-          test_bench_csv_not_through_symlink])
+          test_bench_sizes_file_refuses_wrapping_numbers, test_bench_csv_not_through_symlink])

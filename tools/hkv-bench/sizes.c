@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/parse.h"
 #include "common.h"
 
 /* ---- request sizes ------------------------------------------------------ */
@@ -49,15 +50,20 @@ static int sizes_read_file(struct sizes *d, size_t *cap, const char *path,
 		return err;
 	}
 	while (!err && fgets(line, sizeof(line), f)) {
-		unsigned long long pages, count;
-		char *p = line + strspn(line, " \t");
+		char *p = line + strspn(line, " \t"), *save = NULL, *a, *b;
+		uint64_t pages, count;
 
 		lineno++;
 		if (*p == '#' || *p == '\n' || !*p)
 			continue;
-		if (sscanf(p, "%llu %llu", &pages, &count) != 2 || !pages) {
-			fprintf(stderr, "hkv-bench: %s:%u: want \"pages count\"\n",
-				path, lineno);
+		/* two counts (the tools' parser: no sign, no hex, no wrap), and
+		 * nothing else on the line */
+		a = strtok_r(p, " \t\n", &save);
+		b = strtok_r(NULL, " \t\n", &save);
+		if (!a || !b || strtok_r(NULL, " \t\n", &save) || tool_parse_count(a, &pages) ||
+		    tool_parse_count(b, &count) || !pages) {
+			fprintf(stderr, "hkv-bench: %s:%u: want \"pages count\" (whole numbers, "
+				"pages > 0)\n", path, lineno);
 			err = -EINVAL;
 		} else if (pages <= max_pages && count) {
 			err = sizes_push(d, cap, pages, (double)count);
