@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * pool.c - pool life cycle and the allocation entry points: option checks,
- * HUGEKV_* overrides, lanes, and the all-or-nothing multi-extent free.
+ * pool.c - pool life cycle (options from opts.c, arena, lanes, residency)
+ * and the single-lane entry points: hkv_alloc(), the lane range, free pages,
+ * page addresses and regions. Calls that span lanes are in multi.c.
  */
 #include "internal.h"
 #include "trace.h"
@@ -214,14 +215,9 @@ HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane, struct hk
  */
 HKV_API uint64_t hkv_available(const struct hkv_pool *pool)
 {
-	uint64_t sum = 0;
-	unsigned i;
-
 	if (!pool || pool_forked(pool))
 		return 0;
-	for (i = 0; i < pool->nlanes; i++)
-		sum += HKV_LOAD(&pool->lanes[i].xi.free_pages);
-	return sum;
+	return pool_free_pages(pool);
 }
 
 /**

@@ -1,27 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * stats.c - snapshot of counters, gauges and fragmentation; the invariant
- * check entry point; text and JSON printing.
+ * stats.c - hkv_stats(), a snapshot of counters, gauges and fragmentation,
+ * and hkv_check(), the full invariant check (printing: stats_print.c).
  */
 #include "internal.h"
 #include <stdio.h>
 
 /* request sizes UFI is reported for */
 static const uint64_t ufi_sizes[HKV_UFI_SIZES] = { 4, 16, 64, 256 };
-
-/**
- * stats_ufi_permille() - unusable free index of one lane, in permille
- * @x: the index (locked)
- * @r: request size
- *
- * Return: (F - usable(r)) * 1000 / F, 0 when nothing is free.
- */
-uint64_t stats_ufi_permille(const struct xindex *x, uint64_t r)
-{
-	if (!x->free_pages)
-		return 0;
-	return (x->free_pages - xi_usable(x, r)) * 1000 / x->free_pages;
-}
 
 static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
 		     uint64_t usable[HKV_UFI_SIZES])

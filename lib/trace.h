@@ -92,16 +92,16 @@ enum { HKV_EVICT_WATERMARK = 1, HKV_EVICT_EXPLICIT = 2, HKV_EVICT_ALLOC = 3 };
 
 struct hkv_pool;
 struct lane;
-/* times trace_frag_emit() computed the frag arguments (tests read it) */
-extern unsigned long trace_frag_computed __attribute__((visibility("hidden")));
-/* trace.c: fire "frag" if a tracer is attached and the lane changed enough
+/* times frag_emit() computed the frag arguments (tests read it) */
+extern unsigned long frag_computed __attribute__((visibility("hidden")));
+/* frag.c: fire "frag" if a tracer is attached and the lane changed enough
  * (cold: keeps the call out of the allocator's hot path layout) */
-void trace_frag_emit(struct hkv_pool *pool, struct lane *l, unsigned lane_no)
+void frag_emit(struct hkv_pool *pool, struct lane *l, unsigned lane_no)
 	__attribute__((cold));
 static inline void trace_frag(struct hkv_pool *pool, struct lane *l, unsigned lane_no)
 {
 	if (HKV_PROBE_ON(frag))
-		trace_frag_emit(pool, l, lane_no);
+		frag_emit(pool, l, lane_no);
 }
 
 #endif /* HKV_TRACE_H */

@@ -54,31 +54,31 @@ static struct hkv_pool *pool(void)
 static void frag_not_computed_untraced(void **state)
 {
 	struct hkv_pool *p = pool();
-	unsigned long before = trace_frag_computed;
+	unsigned long before = frag_computed;
 
 	(void)state;
 	assert_int_equal(hugekv_frag_semaphore, 0);
 	churn(p, 20000);
-	assert_int_equal(trace_frag_computed, before);
+	assert_int_equal(frag_computed, before);
 	hkv_pool_destroy(p);
 }
 
 static void frag_computed_rate_limited_when_attached(void **state)
 {
 	struct hkv_pool *p = pool();
-	unsigned long before = trace_frag_computed, muts, n;
+	unsigned long before = frag_computed, muts, n;
 
 	(void)state;
 	hugekv_frag_semaphore = 1;	/* what a tracer's attach does */
 	muts = churn(p, 20000);
 	hugekv_frag_semaphore = 0;
-	n = trace_frag_computed - before;
+	n = frag_computed - before;
 	print_message("frag computed %lu times for %lu mutations\n", n, muts);
 	assert_true(n > 0);
 	assert_true(n < muts / 2);	/* rate-limited, not per operation */
-	before = trace_frag_computed;
+	before = frag_computed;
 	churn(p, 1000);
-	assert_int_equal(trace_frag_computed, before);	/* detached again */
+	assert_int_equal(frag_computed, before);	/* detached again */
 	hkv_pool_destroy(p);
 }
 
