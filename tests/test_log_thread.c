@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * test_log.c - the log callback may call back into the library: set another
- * callback, log, read stats, pin units and create pools, even for messages
- * logged while the library held the pool's locks (they are delivered after
- * the release); hkv_set_log_fn() waits for a callback running on another
- * thread. hkv_strerror() for every int, INT_MIN included.
+ * test_log_thread.c - the log callback may call back into the library: set
+ * another callback, log, read stats, pin units and create pools, even for
+ * messages logged while the library held the pool's locks (they are
+ * delivered after the release); hkv_set_log_fn() waits for a callback
+ * running on another thread (make check runs this under TSan too).
+ * hkv_strerror() for every int, INT_MIN included.
  */
 #include <errno.h>
 #include <limits.h>
