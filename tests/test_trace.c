@@ -3,8 +3,9 @@
  * test_trace.c - the probe semaphores guard the expensive arguments: with
  * no tracer attached the "frag" figures (a UFI pass over the exact bins)
  * are never computed; with the semaphore set, as the kernel sets it when a
- * tracer attaches, they are, at a rate-limited pace. The tracing itself
- * (real BPF on a real process) is tested by tests/trace/run.
+ * tracer attaches, they are, at a rate-limited pace. Every probe of the
+ * list (bpf/hugekv_probes.h) that libhugekv fires has its semaphore. The
+ * tracing itself (real BPF on a real process) is tested by tests/trace/run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,9 +83,35 @@ static void frag_computed_rate_limited_when_attached(void **state)
 	hkv_pool_destroy(p);
 }
 
+/* the semaphores lib/trace.c generates from the list: one per CORE row,
+ * in .probes, 0 while no tracer is attached (a missing one fails the link) */
+#define SEMA_ADDR_IF_CORE(name)	{ #name, &HKV_SEMA(name) },
+#define SEMA_ADDR_IF_XFER(name)
+#define SEMA_ADDR_(lib, name, ...) SEMA_ADDR_IF_##lib(name)
+
+static void every_core_probe_has_a_semaphore(void **state)
+{
+	static const struct {
+		const char *name;
+		volatile unsigned short *sema;
+	} s[] = { HKV_PROBE_LIST(SEMA_ADDR_) };
+	size_t n = sizeof(s) / sizeof(s[0]);
+
+	(void)state;
+	assert_int_equal(n, 7);		/* alloc .. arena_fallback; xfer_* live in the xfer lib */
+	for (size_t i = 0; i < n; i++) {
+		print_message("semaphore of %s: %u\n", s[i].name, *s[i].sema);
+		assert_int_equal(*s[i].sema, 0);
+	}
+	assert_int_equal(HKV_NARGS_alloc, 6);
+	assert_int_equal(HKV_NARGS_xfer_done, 6);
+	assert_int_equal(HKV_NARGS_xfer_submit, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_core_probe_has_a_semaphore),
 		cmocka_unit_test(frag_not_computed_untraced),
 		cmocka_unit_test(frag_computed_rate_limited_when_attached),
 	};
