@@ -27,11 +27,9 @@ static char *reserve_range(uint64_t bytes, uint64_t align, int *err)
 	char *p, *a;
 	uint64_t head, tail;
 
-	p = os->mmap(NULL, bytes + align, PROT_NONE, PLACEHOLDER_FLAGS, -1, 0);
-	if (p == MAP_FAILED) {
-		*err = -errno;
+	*err = os->mmap(NULL, bytes + align, PROT_NONE, PLACEHOLDER_FLAGS, -1, 0, (void **)&p);
+	if (*err)
 		return NULL;
-	}
 	a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 	head = a - p;
 	tail = align - head;
@@ -46,9 +44,9 @@ static char *reserve_range(uint64_t bytes, uint64_t align, int *err)
 /* give a segment's pages back, keeping its address range reserved */
 static int unmap_segment(struct arena_seg *s)
 {
-	void *p = os->mmap(s->base, s->bytes, PROT_NONE, PLACEHOLDER_FLAGS | MAP_FIXED, -1, 0);
+	void *p;
 
-	return p == MAP_FAILED ? -errno : 0;
+	return os->mmap(s->base, s->bytes, PROT_NONE, PLACEHOLDER_FLAGS | MAP_FIXED, -1, 0, &p);
 }
 
 static int map_flags(int backing)
@@ -82,16 +80,15 @@ static int soft_fail(struct hkv_arena *a, struct arena_seg *s, const char *what,
 static int bind_segment(struct hkv_arena *a, struct arena_seg *s)
 {
 	unsigned long mask[HKV_MAX_NODES / (8 * sizeof(long)) + 1] = { 0 };
-	int n = s->node;
+	int n = s->node, err;
 
 	if (!a->topo.numa)
 		return 0;
 	if (n < 0 || n >= (int)(8 * sizeof(mask)))
 		return -EINVAL;
 	mask[n / (8 * sizeof(long))] |= 1ul << (n % (8 * sizeof(long)));
-	if (os->mbind(s->base, s->bytes, MPOL_BIND, mask, 8 * sizeof(mask) + 1, 0))
-		return soft_fail(a, s, "mbind", -errno);
-	return 0;
+	err = os->mbind(s->base, s->bytes, MPOL_BIND, mask, 8 * sizeof(mask) + 1, 0);
+	return err ? soft_fail(a, s, "mbind", err) : 0;
 }
 
 static bool prefaulting(const struct hkv_arena *a)
@@ -130,25 +127,25 @@ static int check_fault_limit(struct hkv_arena *a, struct arena_seg *s)
 static int map_bind(struct hkv_arena *a, struct arena_seg *s, int b)
 {
 	void *p;
-	int err;
+	int err, aerr;
 
 	s->backing = b;
 	s->pgsz = backing_pgsz(b);
 	err = check_fault_limit(a, s);
 	if (err)
 		return err;
-	p = os->mmap(s->base, s->bytes, PROT_READ | PROT_WRITE, map_flags(b), -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
+	err = os->mmap(s->base, s->bytes, PROT_READ | PROT_WRITE, map_flags(b), -1, 0, &p);
+	if (err)
+		return err;
 	err = bind_segment(a, s);
-	if (!err && os->madvise(s->base, s->bytes, MADV_DONTFORK))
-		err = soft_fail(a, s, "MADV_DONTFORK", -errno);
-	if (!err && b == HKV_BACKING_THP && os->madvise(s->base, s->bytes, MADV_HUGEPAGE))
-		err = -errno;
+	if (!err && (aerr = os->madvise(s->base, s->bytes, MADV_DONTFORK)))
+		err = soft_fail(a, s, "MADV_DONTFORK", aerr);
+	if (!err && b == HKV_BACKING_THP)
+		err = os->madvise(s->base, s->bytes, MADV_HUGEPAGE);
 	/* 4 KiB means 4 KiB, also where THP is "always" */
 	if (!err && b == HKV_BACKING_SMALL && a->topo.thp_mode[0] &&
-	    os->madvise(s->base, s->bytes, MADV_NOHUGEPAGE))
-		err = soft_fail(a, s, "MADV_NOHUGEPAGE", -errno);
+	    (aerr = os->madvise(s->base, s->bytes, MADV_NOHUGEPAGE)))
+		err = soft_fail(a, s, "MADV_NOHUGEPAGE", aerr);
 	return err;
 }
 
@@ -419,11 +416,14 @@ free_plan:
  */
 void arena_destroy(struct hkv_arena *a)
 {
+	int err;
+
 	if (!a)
 		return;
-	if (os->munmap(a->base, a->bytes))
+	err = os->munmap(a->base, a->bytes);
+	if (err)
 		hkv_log(HKV_LOG_ERR, "pool %llu: munmap of the arena failed: %s",
-			(unsigned long long)a->pool_id, strerror(errno));
+			(unsigned long long)a->pool_id, strerror(-err));
 	free(a);
 }
 

@@ -53,15 +53,15 @@ long long smaps_page_size(const void *addr, uint64_t len)
 		return -ENOMEM;
 	fd = os->open(SMAPS, O_RDONLY);
 	if (fd < 0) {
-		min = -errno;
+		min = fd;
 		goto free_buf;
 	}
 	for (;;) {
 		n = os->read(fd, buf + have, cap - have);
-		if (n < 0 && errno == EINTR)
+		if (n == -EINTR)
 			continue;
 		if (n < 0) {
-			min = -errno;
+			min = n;
 			break;
 		}
 		have += n;
@@ -94,8 +94,10 @@ static int check_nodes(struct arena_seg *s, uint64_t stride, int *seen)
 		n = HKV_MIN((s->bytes - off + stride - 1) / stride, VERIFY_BATCH);
 		for (i = 0; i < n; i++)
 			pages[i] = s->base + off + i * stride;
-		if (os->move_pages(0, n, pages, NULL, status, 0))
-			return errno ? -errno : -EIO;
+		long ret = os->move_pages(0, n, pages, NULL, status, 0);
+
+		if (ret)
+			return ret < 0 ? (int)ret : -EIO;
 		for (i = 0; i < n; i++) {
 			if (status[i] != s->node)
 				s->misplaced++;

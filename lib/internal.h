@@ -352,6 +352,16 @@ struct hkv_pool {
 	bool slots_valid;
 };
 
+/* free pages over the lanes: relaxed reads, no lock (hkv_available()) */
+static inline uint64_t pool_free_pages(const struct hkv_pool *pool)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < pool->nlanes; i++)
+		sum += HKV_LOAD(&pool->lanes[i].xi.free_pages);
+	return sum;
+}
+
 /* ---- fork.c: pools do not survive fork() ---------------------------------
  * The arena is MADV_DONTFORK and lane locks may be held by threads the child
  * does not have: a pool created in another process answers -ECHILD (or NULL,
@@ -366,8 +376,8 @@ static inline bool pool_forked(const struct hkv_pool *pool)
 	return unlikely(pool->fork_gen != HKV_LOAD(&fork_gen));
 }
 
-/* ---- stats.c: snapshot, fragmentation, print --------------------------- */
-uint64_t stats_ufi_permille(const struct xindex *x, uint64_t r);
+/* ---- frag.c: fragmentation of a lane, the rate-limited frag probe ------- */
+uint64_t frag_ufi_permille(const struct xindex *x, uint64_t r);
 
 /* ---- compat.c: hkv_free_slots ------------------------------------------ */
 void compat_fini(struct hkv_pool *pool);
@@ -389,26 +399,28 @@ void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
 #include <sched.h>
 #include <sys/types.h>
 struct rlimit;
+/* every entry returns 0 (or a count, descriptor, size) or -errno */
 struct os_ops {
-	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+	int (*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off,
+		    void **out);
 	int (*munmap)(void *addr, size_t len);
 	int (*madvise)(void *addr, size_t len, int advice);
-	long (*mbind)(void *addr, unsigned long len, int mode,
-		      const unsigned long *nodemask, unsigned long maxnode, unsigned flags);
+	int (*mbind)(void *addr, unsigned long len, int mode,
+		     const unsigned long *nodemask, unsigned long maxnode, unsigned flags);
 	long (*move_pages)(int pid, unsigned long count, void **pages, const int *nodes,
-			   int *status, int flags);
-	int (*open)(const char *path, int flags);
-	ssize_t (*read)(int fd, void *buf, size_t len);
+			   int *status, int flags);	/* pages not moved */
+	int (*open)(const char *path, int flags);	/* a descriptor */
+	ssize_t (*read)(int fd, void *buf, size_t len);	/* bytes */
 	int (*close)(int fd);
 	int (*thread_create)(pthread_t *t, void *(*fn)(void *), void *arg);
 	int (*thread_join)(pthread_t t);
 	int (*set_affinity)(const cpu_set_t *set);	/* calling thread */
 	int (*getrlimit)(int resource, struct rlimit *rl);
 	/* libnuma topology */
-	int (*numa_available)(void);			/* < 0: no NUMA support */
-	int (*numa_max_node)(void);
-	long long (*node_size)(int node);		/* bytes, < 0: no such node */
-	int (*node_cpus)(int node, cpu_set_t *set);	/* 0 or -errno */
+	int (*numa_available)(void);			/* -ENOSYS: no NUMA support */
+	int (*numa_max_node)(void);			/* highest node number */
+	long long (*node_size)(int node);		/* bytes, -ENOENT: no such node */
+	int (*node_cpus)(int node, cpu_set_t *set);
 	uint64_t (*now_ns)(void);			/* CLOCK_MONOTONIC */
 };
 extern const struct os_ops os_default_ops;

@@ -36,9 +36,8 @@ void *meta_alloc(size_t bytes)
 			memset(p, 0, bytes);
 		return p;
 	}
-	p = os_default_ops.mmap(NULL, len + META_HUGE, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	if (os_default_ops.mmap(NULL, len + META_HUGE, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, (void **)&p))
 		return NULL;
 	a = (char *)(((uintptr_t)p + META_HUGE - 1) & ~(uintptr_t)(META_HUGE - 1));
 	if (a > p)

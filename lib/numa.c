@@ -177,8 +177,8 @@ int topo_read(struct topo *t)
 	ret = read_thp(t->thp_mode, sizeof(t->thp_mode));
 	if (ret)
 		return ret;
-	if (os->getrlimit(RLIMIT_MEMLOCK, &rl)) {
-		ret = -errno;
+	ret = os->getrlimit(RLIMIT_MEMLOCK, &rl);
+	if (ret) {
 		hkv_log(HKV_LOG_ERR, "getrlimit(RLIMIT_MEMLOCK): %s", strerror(-ret));
 		return ret;
 	}

@@ -3,8 +3,9 @@
  * os.c - the only file of the library that makes system calls.
  *
  * Every call goes through a table of function pointers (struct os_ops) so
- * tests can replace any of them and inject failures at each call site. The
- * wrappers return what the system call returns; the -errno wrappers say so.
+ * tests can replace any of them and inject failures at each call site. One
+ * return convention, the library's own: 0 (or a count, a descriptor, a
+ * size) on success, -errno on failure; errno is never read above this file.
  */
 #include <fcntl.h>
 #include <numa.h>
@@ -16,82 +17,97 @@
 
 #include "internal.h"
 
-static void *os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* a system call's -1 + errno as -errno (EIO if errno was not set) */
+static long neg_errno(long ret)
 {
-	return mmap(addr, len, prot, flags, fd, off);
+	return ret < 0 ? (errno ? -errno : -EIO) : ret;
+}
+
+static int os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out)
+{
+	void *p = mmap(addr, len, prot, flags, fd, off);
+
+	if (p == MAP_FAILED)
+		return (int)neg_errno(-1);
+	*out = p;
+	return 0;
 }
 
 static int os_munmap(void *addr, size_t len)
 {
-	return munmap(addr, len);
+	return (int)neg_errno(munmap(addr, len));
 }
 
 static int os_madvise(void *addr, size_t len, int advice)
 {
-	return madvise(addr, len, advice);
+	return (int)neg_errno(madvise(addr, len, advice));
 }
 
-static long os_mbind(void *addr, unsigned long len, int mode,
-		     const unsigned long *nodemask, unsigned long maxnode, unsigned flags)
+static int os_mbind(void *addr, unsigned long len, int mode,
+		    const unsigned long *nodemask, unsigned long maxnode, unsigned flags)
 {
-	return mbind(addr, len, mode, nodemask, maxnode, flags);
+	return (int)neg_errno(mbind(addr, len, mode, nodemask, maxnode, flags));
 }
 
 static long os_move_pages(int pid, unsigned long count, void **pages, const int *nodes,
 			  int *status, int flags)
 {
-	return move_pages(pid, count, pages, nodes, status, flags);
+	return neg_errno(move_pages(pid, count, pages, nodes, status, flags));
 }
 
 static int os_open(const char *path, int flags)
 {
-	return open(path, flags | O_CLOEXEC);
+	return (int)neg_errno(open(path, flags | O_CLOEXEC));
 }
 
 static ssize_t os_read(int fd, void *buf, size_t len)
 {
-	return read(fd, buf, len);
+	return neg_errno(read(fd, buf, len));
 }
 
 static int os_close(int fd)
 {
-	return close(fd);
+	return (int)neg_errno(close(fd));
 }
 
-/* returns 0 or a positive error number, like pthread_create() */
+/* pthread calls return a positive error number */
 static int os_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 {
-	return pthread_create(t, NULL, fn, arg);
+	return -pthread_create(t, NULL, fn, arg);
 }
 
 static int os_thread_join(pthread_t t)
 {
-	return pthread_join(t, NULL);
+	return -pthread_join(t, NULL);
 }
 
 static int os_set_affinity(const cpu_set_t *set)
 {
-	return sched_setaffinity(0, sizeof(*set), set);
+	return (int)neg_errno(sched_setaffinity(0, sizeof(*set), set));
 }
 
 static int os_getrlimit(int resource, struct rlimit *rl)
 {
-	return getrlimit(resource, rl);
+	return (int)neg_errno(getrlimit(resource, rl));
 }
 
 static int os_numa_available(void)
 {
-	return numa_available();
+	return numa_available() < 0 ? -ENOSYS : 0;
 }
 
 static int os_numa_max_node(void)
 {
-	return numa_max_node();
+	int n = numa_max_node();
+
+	return n < 0 ? -ENOSYS : n;
 }
 
 static long long os_node_size(int node)
 {
-	return numa_node_size64(node, NULL);
+	long long n = numa_node_size64(node, NULL);
+
+	return n < 0 ? -ENOENT : n;
 }
 
 static int os_node_cpus(int node, cpu_set_t *set)
@@ -171,13 +187,13 @@ ssize_t os_read_file(const char *path, char *buf, size_t len)
 
 	fd = os->open(path, O_RDONLY);
 	if (fd < 0)
-		return errno ? -errno : -EIO;
+		return fd;
 	while ((size_t)got < len - 1) {
 		n = os->read(fd, buf + got, len - 1 - got);
-		if (n < 0 && errno == EINTR)
+		if (n == -EINTR)
 			continue;
 		if (n < 0) {
-			err = errno ? -errno : -EIO;
+			err = (int)n;
 			break;
 		}
 		if (n == 0)

@@ -39,13 +39,15 @@ static void *prefault_slice(void *arg)
 {
 	struct slice *sl = arg;
 	const struct topo_node *tn = sl->s->tn;
+	int err;
 
 	if (sl->pin && tn && tn->ncpus && os->set_affinity(&tn->cpus))
 		sl->affinity_failed = true;
-	if (!os->madvise(sl->p, sl->len, MADV_POPULATE_WRITE))
+	err = os->madvise(sl->p, sl->len, MADV_POPULATE_WRITE);
+	if (!err)
 		goto done;
-	if (errno != EINVAL) {
-		sl->err = -errno;
+	if (err != -EINVAL) {
+		sl->err = err;
 		goto done;
 	}
 	/* kernel before 5.14: touch every page instead */

@@ -388,15 +388,15 @@ static void t_node_cpus(void **state)
 
 /* the hugetlb mmap fails, and so does giving its range back */
 static int fail_count;
-static void *mmap_twice(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static int mmap_twice(void *addr, size_t len, int prot, int flags, int fd, off_t off,
+		      void **out)
 {
 	if ((flags & MAP_HUGETLB) ||
 	    ((flags & MAP_FIXED) && prot == PROT_NONE && fail_count == 1)) {
 		fail_count++;
-		errno = ENOMEM;
-		return MAP_FAILED;
+		return -ENOMEM;
 	}
-	return os_default_ops.mmap(addr, len, prot, flags, fd, off);
+	return os_default_ops.mmap(addr, len, prot, flags, fd, off, out);
 }
 
 static void t_give_back_fails(void **state)

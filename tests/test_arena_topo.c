@@ -175,25 +175,23 @@ static int fk_node_cpus(int node, cpu_set_t *set)
 	return 0;
 }
 
-static void *fk_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static int fk_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out)
 {
 	const int size_bits = (int)(0x3fu << MAP_HUGE_SHIFT);
 
 	if ((flags & MAP_HUGETLB) && (flags & size_bits) == MAP_HUGE_1GB) {
-		if (fk.map_1g_fails) {
-			errno = EINVAL;
-			return MAP_FAILED;
-		}
+		if (fk.map_1g_fails)
+			return -EINVAL;
 		flags = (flags & ~size_bits) | MAP_HUGE_2MB;
 		if (addr && fk.ng1 < 8) {
 			fk.g1_lo[fk.ng1] = (uintptr_t)addr;
 			fk.g1_hi[fk.ng1++] = (uintptr_t)addr + len;
 		}
 	}
-	return tm_ops.mmap(addr, len, prot, flags, fd, off);
+	return tm_ops.mmap(addr, len, prot, flags, fd, off, out);
 }
 
-static long fk_mbind(void *addr, unsigned long len, int mode, const unsigned long *mask,
+static int fk_mbind(void *addr, unsigned long len, int mode, const unsigned long *mask,
 		     unsigned long maxnode, unsigned flags)
 {
 	unsigned long node0 = 1;

@@ -171,7 +171,7 @@ static struct tm_fault fault = { .op = TM_NOPS };
 static unsigned matched, failed;
 static int path_fd = -1;	/* last fd opened on a matching path */
 
-/* count a matching call; true when this one must fail (errno set) */
+/* count a matching call; true when this one must fail (with -fault.err) */
 static bool hit(enum tm_op op, bool match)
 {
 	bool fail = false;
@@ -183,37 +183,35 @@ static bool hit(enum tm_op op, bool match)
 		failed += fail;
 	}
 	pthread_mutex_unlock(&tm_lock);
-	if (fail)
-		errno = fault.err;
 	return fail;
 }
 
-static void *f_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static int f_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out)
 {
 	if (hit(TM_MMAP, (flags & fault.arg) == fault.arg))
-		return MAP_FAILED;
-	return os_default_ops.mmap(addr, len, prot, flags, fd, off);
+		return -fault.err;
+	return os_default_ops.mmap(addr, len, prot, flags, fd, off, out);
 }
 
 static int f_munmap(void *addr, size_t len)
 {
 	if (hit(TM_MUNMAP, true))
-		return -1;
+		return -fault.err;
 	return os_default_ops.munmap(addr, len);
 }
 
 static int f_madvise(void *addr, size_t len, int advice)
 {
 	if (hit(TM_MADVISE, fault.arg == -1 || fault.arg == advice))
-		return -1;
+		return -fault.err;
 	return os_default_ops.madvise(addr, len, advice);
 }
 
-static long f_mbind(void *addr, unsigned long len, int mode, const unsigned long *mask,
+static int f_mbind(void *addr, unsigned long len, int mode, const unsigned long *mask,
 		    unsigned long maxnode, unsigned flags)
 {
 	if (hit(TM_MBIND, true))
-		return -1;
+		return -fault.err;
 	return os_default_ops.mbind(addr, len, mode, mask, maxnode, flags);
 }
 
@@ -221,7 +219,7 @@ static long f_move_pages(int pid, unsigned long count, void **pages, const int *
 			 int *status, int flags)
 {
 	if (hit(TM_MOVE_PAGES, true))
-		return -1;
+		return -fault.err;
 	return os_default_ops.move_pages(pid, count, pages, nodes, status, flags);
 }
 
@@ -235,7 +233,7 @@ static int f_open(const char *path, int flags)
 	int fd;
 
 	if (hit(TM_OPEN, path_match(path)))
-		return -1;
+		return -fault.err;
 	fd = os_default_ops.open(path, flags);
 	if (fd >= 0 && fault.op == TM_READ && path_match(path))
 		path_fd = fd;
@@ -245,7 +243,7 @@ static int f_open(const char *path, int flags)
 static ssize_t f_read(int fd, void *buf, size_t len)
 {
 	if (hit(TM_READ, fd == path_fd))
-		return -1;
+		return -fault.err;
 	return os_default_ops.read(fd, buf, len);
 }
 
@@ -259,21 +257,21 @@ static int f_close(int fd)
 static int f_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	if (hit(TM_THREAD, true))
-		return errno;
+		return -fault.err;
 	return os_default_ops.thread_create(t, fn, arg);
 }
 
 static int f_set_affinity(const cpu_set_t *set)
 {
 	if (hit(TM_AFFINITY, true))
-		return -1;
+		return -fault.err;
 	return os_default_ops.set_affinity(set);
 }
 
 static int f_getrlimit(int res, struct rlimit *rl)
 {
 	if (hit(TM_RLIMIT, true))
-		return -1;
+		return -fault.err;
 	return os_default_ops.getrlimit(res, rl);
 }
 
