@@ -90,6 +90,8 @@ void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set)
 
 /* ---- nodes --------------------------------------------------------------- */
 
+static int xi_reserve_nodes(struct xindex *x, uint32_t extra);
+
 /**
  * xi_reserve() - make room for more free extents
  * @x: the index
@@ -102,13 +104,22 @@ void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set)
  */
 int xi_reserve(struct xindex *x, uint32_t extra)
 {
+	int err = xi_reserve_nodes(x, extra);
+
+	return err ? err : xi_reserve_take(x, 2 * (long)extra);	/* two tags per piece */
+}
+
+/* room for extra more free extents in the node array */
+static int xi_reserve_nodes(struct xindex *x, uint32_t extra)
+{
 	uint64_t need = x->free_extents + extra;
 	struct fext *n;
 	uint64_t cap;
 
 	if (need <= x->ncap)
-		return xi_reserve_take(x, 2 * (long)extra);	/* two tags per piece */
-	cap = HKV_MAX(need, 2ull * x->ncap);
+		return 0;
+	/* doubling, but never past the most free extents the space can hold */
+	cap = HKV_MAX(need, HKV_MIN(2ull * x->ncap, (uint64_t)x->npages / 2 + 2));
 	if (cap > UINT32_MAX - 1)
 		cap = UINT32_MAX - 1;
 	if (need > cap)
@@ -118,7 +129,7 @@ int xi_reserve(struct xindex *x, uint32_t extra)
 		return -ENOMEM;
 	x->node = n;
 	x->ncap = (uint32_t)cap;
-	return xi_reserve_take(x, 2 * (long)extra);
+	return 0;
 }
 
 /**
@@ -130,8 +141,9 @@ int xi_reserve(struct xindex *x, uint32_t extra)
  */
 int xi_reserve_grow(struct xindex *x, uint32_t blocks)
 {
-	/* a group holds one block at most: this many is all there can be */
-	uint64_t most = ((uint64_t)x->npages + 63) / 64, cap;
+	/* a group holds one block at most, and only if it can hold more tags
+	 * than its line does: this many is all there can be */
+	uint64_t most = x->npages > XI_GSLOTS ? ((uint64_t)x->npages + 63) / 64 : 0, cap;
 	uint32_t (*o)[64];
 
 	if (x->ovf_nfree >= blocks || x->ovf_cap >= most)
@@ -184,6 +196,20 @@ static inline int key_find(uint64_t w, uint64_t v)
 static inline uint64_t key_put(uint64_t w, int i, uint64_t v)
 {
 	return (w & ~(0xffull << (8 * i))) | (v << (8 * i));
+}
+
+/* free slots of a line-held group (exact: no SWAR borrow) */
+static inline unsigned group_empty_slots(const struct xgroup *g)
+{
+	uint64_t w = g->keys, z = ~(((w & BYTES(0x7f)) + BYTES(0x7f)) | w | BYTES(0x7f));
+
+	return (unsigned)__builtin_popcountll(z);
+}
+
+/* a new tag in g would spill it to an overflow block */
+static inline bool group_full(const struct xgroup *g)
+{
+	return !g->blk && key_find(g->keys, 0) < 0;
 }
 
 /* the tag of a tagged page */
@@ -510,6 +536,7 @@ static void idx_insert(struct xindex *x, uint32_t id)
 {
 	uint32_t len = x->node[id].len;
 
+	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
 		bin_insert(x, id);
 	else
@@ -523,6 +550,7 @@ static void idx_remove(struct xindex *x, uint32_t id)
 {
 	uint32_t len = x->node[id].len;
 
+	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
 		bin_remove(x, id);
 	else
@@ -590,7 +618,7 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 		if (n <= 64)
 			break;
 	}
-	x->root = x->tree_max = x->free_node = x->hint_id = XI_NIL;
+	x->root = x->tree_max = x->free_node = x->hint_id = x->plan_id = XI_NIL;
 	x->seed = 0x9e3779b9u ^ (uint32_t)base;
 	x->grp = meta_alloc(words * sizeof(struct xgroup));
 	x->allocated = x->grp ? &x->grp[0].alloc : NULL;
@@ -600,7 +628,7 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->bin_mask = calloc(x->nbinwords, 8);
 	nseg = barrier ? (base + npages - 1) / barrier - base / barrier + 1 : 1;
 	if (!x->grp || !x->bin_bits ||
-	    !x->bin_count || !x->bin_mask || xi_reserve(x, (uint32_t)HKV_MAX(nseg, 16))) {
+	    !x->bin_count || !x->bin_mask || xi_reserve_nodes(x, (uint32_t)nseg + 1)) {
 		xi_fini(x);
 		return -ENOMEM;
 	}
@@ -612,7 +640,8 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 						((base + p) / barrier + 1) * barrier - base);
 		x->node[id].start = p;
 		x->node[id].len = end - p;
-		if (xi_reserve_take(x, 2)) {
+		if ((group_full(&x->grp[p >> 6]) || group_full(&x->grp[(end - 1) >> 6])) &&
+		    xi_reserve_grow(x, 2)) {
 			xi_fini(x);
 			return -ENOMEM;
 		}
@@ -741,8 +770,75 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 		n -= x->node[id].len;
 		carve(x, id, x->node[id].len, &ext[i]);
 	}
-	carve(x, find_fit(x, n), n, &ext[i]);
+	carve(x, nplan == 1 && x->plan_id != XI_NIL && x->plan_n == n ? x->plan_id
+							     : find_fit(x, n), n, &ext[i]);
 	HKV_STORE(&x->free_pages, x->free_pages - total);
+}
+
+/* would carving n pages from the front of id add a tag to a full group? */
+static bool carve_needs_block(const struct xindex *x, uint32_t id, uint64_t n)
+{
+	const struct fext *e = &x->node[id];
+	uint64_t t = e->start + n;
+
+	/* taken whole: tags only go; same group: the start's slot is reused;
+	 * one page left: its tag is there */
+	if (e->len == n || t >> 6 == e->start >> 6 || t == (uint64_t)e->start + e->len - 1)
+		return false;
+	return group_full(&x->grp[t >> 6]);
+}
+
+/**
+ * xi_reserve_plan() - make sure xi_take() of a plan cannot fail
+ * @x: the index
+ * @n: pages
+ * @k: extents, from xi_plan()
+ *
+ * One extent: the best fit is found now (and kept for xi_take()), and a
+ * block is reserved only if carving it adds a tag to a full group line.
+ * Several: one block per extent.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int xi_reserve_plan(struct xindex *x, uint64_t n, long k)
+{
+	uint32_t id;
+
+	if (k != 1)
+		return xi_reserve_take(x, k);
+	id = find_fit(x, n);
+	x->plan_id = id;
+	x->plan_n = n;
+	if (likely(x->ovf_nfree) || !carve_needs_block(x, id, n))
+		return 0;
+	return xi_reserve_grow(x, 1);
+}
+
+/**
+ * xi_reserve_free() - make sure xi_free() of one piece cannot fail
+ * @x: the index
+ * @start: absolute first page
+ * @len: pages
+ *
+ * A free adds new tags only at its own first and last pages (a merge
+ * rewrites the neighbour's): a block is needed only if their group lines
+ * lack the free slots.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint64_t s = start - x->base, l = s + len - 1;
+	const struct xgroup *a = &x->grp[s >> 6], *b = &x->grp[l >> 6];
+	uint32_t need;
+
+	if (unlikely(x->free_extents >= x->ncap) && xi_reserve_nodes(x, 1))
+		return -ENOMEM;
+	if (a == b)
+		need = !a->blk && group_empty_slots(a) < 2;
+	else
+		need = group_full(a) + group_full(b);
+	return need ? xi_reserve_grow(x, need) : 0;
 }
 
 /**

@@ -79,6 +79,12 @@ int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
 #define XI_MAX_EXACT	256	/* sizes 1..XI_MAX_EXACT get exact bins */
 #define XI_PAGES_PER_BIN 100	/* ... but one bin per 100 pages at most */
 #define XI_LEVELS	6	/* group bitmap levels: 64^6 groups */
+/* the metadata bound (hkv_stats metadata_bytes): bytes per page, per free
+ * extent, per crowded group (one with an overflow block) and per lane */
+#define XI_META_PAGE	2
+#define XI_META_EXTENT	64
+#define XI_META_CROWDED	256
+#define XI_META_LANE	640
 #define XI_MAX_PAGES	(UINT32_MAX - 1)
 
 struct fext {			/* one free extent; 32 bytes */
@@ -128,6 +134,8 @@ struct xindex {
 	uint32_t bin_off[XI_LEVELS];	/* word offset of each level (leaf first) */
 	uint32_t hint_id;	/* last bin pick; hint_more: its group holds another */
 	bool hint_more;
+	uint32_t plan_id;	/* xi_reserve_plan()'s fit for plan_n pages */
+	uint64_t plan_n;
 	uint64_t *bin_mask;	/* bitmap of non-empty bins */
 	uint64_t bin_words;	/* bitmap of non-zero bin_mask words (<= 17) */
 	uint32_t *bin_count;	/* extents per bin (UFI without a scan) */
@@ -174,14 +182,12 @@ static inline int xi_reserve_take(struct xindex *x, long k)
 	return likely(x->ovf_nfree >= (uint64_t)k) ? 0
 		: xi_reserve_grow(x, (uint32_t)HKV_MIN(k, (long)UINT32_MAX));
 }
-/* xi_reserve(x, 1) and xi_check_allocated() for the common free: room
- * already there, one bitmap word */
-static inline int xi_reserve_one(struct xindex *x)
-{
-	if (likely(x->free_extents < x->ncap && x->ovf_nfree >= 2))
-		return 0;
-	return xi_reserve(x, 1);
-}
+/* make room so xi_take() of a plan (k extents of n pages) cannot fail */
+int xi_reserve_plan(struct xindex *x, uint64_t n, long k);
+/* make room so xi_free() of one piece cannot fail; absolute pages */
+int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len);
+
+/* the one-word allocated/in_unit check of the common free */
 
 static inline int xi_check_allocated_fast(const struct xindex *x, uint64_t start, uint64_t len)
 {

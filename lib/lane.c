@@ -152,7 +152,7 @@ int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigne
 
 	if (k > (long)max_ext)
 		k = -ENOSPC;
-	else if (k > 0 && unlikely(xi_reserve_take(&l->xi, k)))
+	else if (k > 0 && unlikely(xi_reserve_plan(&l->xi, n, k)))
 		k = -ENOMEM;	/* the tags could not grow */
 	if (k < 0) {
 		l->c.alloc_failures++;

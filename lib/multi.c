@@ -84,7 +84,7 @@ static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned 
 
 	free_prefetch(&l->xi, e);
 	lane_lock(l);
-	ret = xi_reserve_one(&l->xi);
+	ret = xi_reserve_free(&l->xi, e->start, e->len);
 	if (!ret)
 		ret = xi_check_allocated_fast(&l->xi, e->start, e->len);
 	if (!ret) {
@@ -256,7 +256,7 @@ int lane_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_extent *ext,
 	lanes_lock(pool, 0, last);
 	k = spread_plan(pool, n, s, max_ext);
 	for (i = 0; k > 0 && i <= last; i++)	/* every lane before any take */
-		if (s[i].k && xi_reserve_take(&pool->lanes[i].xi, s[i].k))
+		if (s[i].k && xi_reserve_plan(&pool->lanes[i].xi, s[i].pages, s[i].k))
 			k = -ENOMEM;
 	if (k < 0) {
 		pool->lanes[0].c.alloc_failures++;
@@ -316,7 +316,7 @@ static long lanes_plan(struct hkv_pool *pool, const uint64_t *count, unsigned lo
 		k = xi_plan(&pool->lanes[i].xi, count[i], flags & HKV_ALLOC_CONTIG);
 		if (k < 0)
 			return k;
-		if (xi_reserve_take(&pool->lanes[i].xi, k))	/* all lanes before any take */
+		if (xi_reserve_plan(&pool->lanes[i].xi, count[i], k))	/* every lane before any take */
 			return -ENOMEM;
 		sum += k;
 	}
