@@ -10,6 +10,6 @@ check-bench: $(BUILD)/hkv-bench
 # tests/test_bench.c checks the tool's own machinery: link the parts it tests
 BENCH_TESTED	:= tools/hkv-bench/common.c tools/hkv-bench/timing.c \
 		   tools/hkv-bench/json.c tools/hkv-bench/sizes.c tools/hkv-bench/baselines.c \
-		   tools/hkv-bench/replay.c tools/hkv-bench/workload.c
+		   tools/hkv-bench/replay.c tools/hkv-bench/workload.c tools/hkv-bench/tlsf.c
 TEST_LIBS_test_bench := $(BENCH_TESTED) $(STLIB) $(LIBS)	# after them: they call in
 $(BUILD)/tests/test_bench: $(BENCH_TESTED) $(wildcard tools/hkv-bench/*.h)
