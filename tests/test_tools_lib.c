@@ -2,7 +2,7 @@
 /*
  * test_tools_lib.c - tools/lib, shared by every tool: the JSON writer
  * (layout, escaping of quotes, control characters, NUL and bytes that are
- * not UTF-8) and the size and count parser (one meaning of the suffixes,
+ * not UTF-8), the reader of a top-level member, and the size and count parser (one meaning of the suffixes,
  * hex, signs and overflow near 2^64 rejected, nothing written on failure).
  */
 #include <setjmp.h>
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tools/lib/json_reader.h"
 #include "../tools/lib/json_writer.h"
 #include "../tools/lib/parse.h"
 #include "../tools/lib/tool.h"
@@ -242,6 +243,37 @@ static void test_parse_int_double(void **state)
 	assert_true(d == 0.25);
 }
 
+static void test_json_get_u64(void **state)
+{
+	static const char doc[] =
+		" {\"pools\": [{\"alloc\": 99}], \"note\": \"\\\"alloc\\\": 98, \\u0041\",\n"
+		"  \"hist\": {\"alloc\": [1, 2.5e3, -1, true, false, null]}, \"al\\u006coc\": 97,"
+		"  \"alloc\": 7, \"free\": null, \"big\": 18446744073709551615,"
+		"  \"neg\": -1, \"frac\": 1.5, \"s\": \"x\"}";
+	uint64_t v = 5;
+
+	(void)state;
+	/* only the top-level member: not inside the array, the nested object,
+	 * the string, nor a key spelled with \u escapes */
+	assert_int_equal(json_get_u64(doc, "alloc", &v), 0);
+	assert_true(v == 7);
+	assert_int_equal(json_get_u64(doc, "big", &v), 0);
+	assert_true(v == UINT64_MAX);
+	v = 5;
+	assert_int_equal(json_get_u64(doc, "free", &v), -ENODATA);
+	assert_int_equal(json_get_u64(doc, "evict", &v), -ENOENT);
+	assert_int_equal(json_get_u64(doc, "neg", &v), -EINVAL);
+	assert_int_equal(json_get_u64(doc, "frac", &v), -EINVAL);
+	assert_int_equal(json_get_u64(doc, "s", &v), -EINVAL);
+	assert_true(v == 5);
+	assert_int_equal(json_get_u64("[1]", "a", &v), -EINVAL);
+	assert_int_equal(json_get_u64("{\"a\": [1, }", "b", &v), -EINVAL);	/* malformed */
+	assert_int_equal(json_get_u64("{\"a\": \"unterminated", "b", &v), -EINVAL);
+	assert_int_equal(json_get_u64("{\"a\": 1", "b", &v), -EINVAL);	/* truncated */
+	assert_int_equal(json_get_u64("{}", "a", &v), -ENOENT);
+	assert_true(v == 5);
+}
+
 static void test_version(void **state)
 {
 	(void)state;
@@ -259,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_parse_count),
 		cmocka_unit_test(test_parse_int_double),
+		cmocka_unit_test(test_json_get_u64),
 		cmocka_unit_test(test_version),
 	};
 

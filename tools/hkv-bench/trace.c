@@ -20,6 +20,7 @@
 
 #include "hugekv.h"
 #include "../../bpf/hugekv_probes.h"
+#include "../lib/json_reader.h"
 #include "bench.h"
 #include "common.h"
 
@@ -187,33 +188,57 @@ static int tracer_start(const char *lib, bool ops, struct tracer *t)
 	return -EPERM;
 }
 
-/* the hit counts of libhugekv's probes in hkv-trace's JSON: "alloc": N, ... */
-#define CORE_KEY_IF_CORE(name)	"\"" #name "\": ",
-#define CORE_KEY_IF_XFER(name)
-#define CORE_KEY_(lib, name, ID, ...) CORE_KEY_IF_##lib(name)
+/* the probes of libhugekv: their hit counts are members of hkv-trace's JSON */
+#define CORE_NAME_IF_CORE(name)	#name,
+#define CORE_NAME_IF_XFER(name)
+#define CORE_NAME_(lib, name, ID, ...) CORE_NAME_IF_##lib(name)
 
-/* stop hkv-trace; its JSON counts give the hits */
+/* all of a stream, NUL-terminated (NULL without memory) */
+static char *read_all(FILE *f)
+{
+	size_t n = 0, cap = 0;
+	char *buf = NULL;
+
+	for (;;) {
+		if (cap - n < 4096) {
+			char *b = realloc(buf, cap = cap ? 2 * cap : 16384);
+
+			if (!b) {
+				free(buf);
+				return NULL;
+			}
+			buf = b;
+		}
+		size_t got = f ? fread(buf + n, 1, cap - n - 1, f) : 0;
+
+		n += got;
+		if (!got)
+			break;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+/* stop hkv-trace; the counts of its JSON give the hits (a probe left
+ * unattached is null there: no hits) */
 static void tracer_stop(struct tracer *t)
 {
-	static const char *const keys[] = { HKV_PROBE_LIST(CORE_KEY_) };
-	char buf[8192];
-	size_t n;
+	static const char *const names[] = { HKV_PROBE_LIST(CORE_NAME_) };
+	uint64_t v;
+	char *buf;
 
 	kill(t->pid, SIGINT);
-	n = t->out ? fread(buf, 1, sizeof(buf) - 1, t->out) : 0;
-	buf[n] = 0;
+	buf = read_all(t->out);
 	if (t->out)
 		fclose(t->out);
 	waitpid(t->pid, NULL, 0);
 	if (t->err)
 		fclose(t->err);
 	t->hits = 0;
-	for (unsigned k = 0; k < HKV_BENCH_ARRAY(keys); k++) {
-		const char *p = strstr(buf, keys[k]);
-
-		if (p)
-			t->hits += strtoull(p + strlen(keys[k]), NULL, 10);
-	}
+	for (unsigned k = 0; buf && k < HKV_BENCH_ARRAY(names); k++)
+		if (!json_get_u64(buf, names[k], &v))
+			t->hits += v;
+	free(buf);
 }
 
 struct res {
