@@ -308,10 +308,12 @@ void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx)
 		r = ucp_am_send_nbx(tx->peer->ep, XF_AM_GET_REQ, NULL, 0, &op->hdr,
 				    sizeof(op->hdr), &rp);
 	}
-	if (UCS_PTR_IS_ERR(r))
+	if (UCS_PTR_IS_ERR(r)) {
+		op->landed = true;	/* no answer will come: nothing to wait for */
 		op_landed(x, tx, xf_errno(UCS_PTR_STATUS(r)));
-	else if (!r && put)
+	} else if (!r && put) {
 		op_landed(x, tx, 0);
+	}
 }
 
 /**

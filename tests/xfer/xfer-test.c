@@ -321,6 +321,29 @@ static void case_basic(void)
 	CHECK(st.lat_p50_ns > 0 && st.lat_p99_ns >= st.lat_p50_ns && st.lat_max_ns >= st.lat_p99_ns);
 	CHECK_EQ(st.nslow, 4);
 	CHECK(st.slow[0].ns >= st.slow[3].ns);
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		CHECK_EQ(hkv_xfer_stats_print(s.x, f, HKV_PRINT_JSON), 0);
+		CHECK_EQ(hkv_xfer_stats_print(s.x, f, 0), 0);
+		CHECK_EQ(hkv_xfer_stats_print(s.x, f, 4), -EINVAL);
+		fclose(f);
+		CHECK(strstr(buf, "{\"pool\":") == buf);
+		CHECK(strstr(buf, "\"transfers\":4,\"failures\":0") != NULL);
+		CHECK(strstr(buf, "\"per_peer\":[{\"peer\":1,") != NULL);
+		CHECK(strstr(buf, "endpoint: 4 transfers") != NULL);
+		free(buf);
+	}
+	{
+		struct hkv_xfer_stats small = { .sz = 8 };
+
+		CHECK_EQ(hkv_xfer_stats(s.x, NULL, &small), -EINVAL);
+		CHECK_EQ(hkv_xfer_stats(s.x, s.peer, &st), 0);
+		CHECK_EQ(st.transfers, 4);
+		CHECK_EQ(st.ops, 2 + 2 + 30 + 2);
+	}
 	/* the pin was released: the unit can go */
 	CHECK_EQ(hkv_unit_remove(s.pool, unit, 0), 0);
 	CHECK_EQ(hkv_free(s.pool, &all, 1), 0);
@@ -463,6 +486,8 @@ static void case_create(void)
 	hkv_pool_destroy(idx);
 }
 
+static bool flood_get;	/* flood() gets instead of puts */
+
 /* put the first per pages of l onto the target's [0, per), page by page, again and again */
 static int flood(struct side *s, struct hkv_extent *l, unsigned per, unsigned rounds,
 		 const uint64_t *unit, int *first_err)
@@ -478,7 +503,7 @@ static int flood(struct side *s, struct hkv_extent *l, unsigned per, unsigned ro
 					   .flags = HKV_XFER_PER_PAGE };
 		uint64_t id;
 
-		err = hkv_xfer_put(s->peer, &rq, &id);
+		err = flood_get ? hkv_xfer_get(s->peer, &rq, &id) : hkv_xfer_put(s->peer, &rq, &id);
 		if (!err)
 			err = hkv_xfer_wait(s->x, id, 0);
 	}
@@ -600,6 +625,66 @@ static void case_initiator_killed(void)
 	CHECK_EQ(target_wait(tgt), 0);
 }
 
+static void case_target_killed_get(void)
+{
+	flood_get = true;
+	case_target_killed();
+	flood_get = false;
+}
+
+static void case_initiator_killed_get(void)
+{
+	flood_get = true;
+	case_initiator_killed();
+	flood_get = false;
+}
+
+struct done_log {
+	unsigned n;
+	int results[16];
+};
+
+static void on_done(void *ctx, uint64_t id, int result)
+{
+	struct done_log *d = ctx;
+
+	(void)id;
+	if (d->n < 16)
+		d->results[d->n] = result;
+	d->n++;
+}
+
+/* destroy with transfers in flight: each ends (callback, -ECANCELED), pins go */
+static void case_destroy_inflight(void)
+{
+	struct side s;
+	struct hkv_extent l, r = { 0, 64 };
+	struct done_log d = { 0 };
+	uint64_t unit = 5;
+	unsigned i;
+
+	side_open(&s, 0, 0);
+	CHECK_EQ(hkv_alloc(s.pool, 64, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(hkv_unit_add(s.pool, unit, &l, 1), 0);
+	for (i = 0; i < 8; i++) {
+		struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = &l, .nlocal = 1, .remote = &r,
+					   .nremote = 1, .pin_units = &unit, .npin_units = 1,
+					   .flags = HKV_XFER_PER_PAGE, .done = on_done, .ctx = &d };
+
+		CHECK_EQ(hkv_xfer_put(s.peer, &rq, NULL), 0);
+	}
+	CHECK_EQ(hkv_unit_remove(s.pool, unit, 0), -EBUSY);	/* pinned 8 times */
+	hkv_xfer_progress(s.x);
+	hkv_xfer_destroy(s.x);
+	CHECK_EQ(d.n, 8);
+	for (i = 0; i < 8; i++)
+		CHECK(d.results[i] == 0 || d.results[i] == -ECANCELED);
+	CHECK_EQ(hkv_unit_remove(s.pool, unit, HKV_UNIT_FREE), 0);
+	CHECK_EQ(hkv_check(s.pool), 0);
+	CHECK_EQ(target_wait(s.tgt), 0);
+	hkv_pool_destroy(s.pool);
+}
+
 static void case_basic_rma(void)
 {
 	xflags = HKV_XFER_RMA;
@@ -628,6 +713,9 @@ static const struct {
 	{ "target-stopped", case_target_stopped },
 	{ "target-killed", case_target_killed },
 	{ "initiator-killed", case_initiator_killed },
+	{ "target-killed-get", case_target_killed_get },
+	{ "initiator-killed-get", case_initiator_killed_get },
+	{ "destroy-inflight", case_destroy_inflight },
 };
 
 int main(int argc, char **argv)
