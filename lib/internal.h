@@ -538,7 +538,8 @@ int arena_verify(struct hkv_arena *a, struct arena_seg *s);
 /* smallest KernelPageSize of the VMAs over [addr, addr+len), bytes or -errno */
 long long smaps_page_size(const void *addr, uint64_t len);
 
-/* ---- evict.c: units, pins, LRU, planned eviction ------------------------ */
+/* ---- evict.c, room.c, unit.c, unit_check.c (res.h): units, pins, LRU,
+ * planned eviction, room for HKV_ALLOC_EVICT, the residency check ------- */
 int res_create(struct hkv_pool *pool);
 void res_destroy(struct hkv_pool *pool);
 /* before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY) into

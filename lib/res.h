@@ -75,6 +75,31 @@ void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add);
 /* index room in every lane the unit touches for freeing it; 0 or -ENOMEM */
 int res_reserve(struct hkv_pool *pool, const struct res_unit *u);
 
+/* evict until @lane (ANY: the pool) has @target free pages and, if
+ * @contig, a free extent of @contig pages; residency lock held; pages freed */
+uint64_t res_evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
+		       uint64_t contig, int reason);
+
+/* free pages of @lane, or of the pool for HKV_LANE_ANY (relaxed reads) */
+static inline uint64_t res_free_of(const struct hkv_pool *pool, unsigned lane)
+{
+	if (lane == HKV_LANE_ANY)
+		return pool_free_pages(pool);
+	return HKV_LOAD(&pool->lanes[lane].xi.free_pages);
+}
+
+static inline uint64_t res_largest_of(const struct hkv_pool *pool, unsigned lane)
+{
+	return HKV_LOAD(&pool->lanes[lane].xi.largest);
+}
+
+/* can @lane answer @n pages (in one extent if @contig) now? */
+static inline bool res_lane_room(const struct hkv_pool *pool, unsigned lane, uint64_t n,
+				 bool contig)
+{
+	return contig ? res_largest_of(pool, lane) >= n : res_free_of(pool, lane) >= n;
+}
+
 /* unit.c */
 struct res_unit *res_find(const struct hkv_res *r, uint64_t id);
 void res_hash_remove(struct hkv_res *r, struct res_unit *u);
@@ -84,8 +109,11 @@ void res_unit_drop(struct hkv_res *r, struct res_unit *u);
 uint64_t res_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane);
 void res_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
 		   unsigned *lo, unsigned *hi);
-/* every in_unit page belongs to exactly one unit (or parked eviction) and
- * the counts agree; residency and all lanes locked; 0 or -EUCLEAN */
+void res_mark_extent(struct hkv_pool *pool, const struct hkv_extent *e, bool set);
+
+/* unit_check.c: every in_unit page belongs to exactly one unit (or parked
+ * eviction) and the counts agree; residency and all lanes locked;
+ * 0 or -EUCLEAN */
 int res_check_units(struct hkv_pool *pool);
 
 #endif /* HKV_RES_H */
