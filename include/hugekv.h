@@ -433,7 +433,10 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  *	unpinned units eviction would take, or @max_ext 0. A contiguous
  *	request (or @max_ext 1) evicts until one free extent holds it.
  *	Eviction for a named lane takes the units homed there (whose first
- *	page, at hkv_unit_add(), lay in it)
+ *	page, at hkv_unit_add(), lay in it); for HKV_LANE_ANY the pool's
+ *	coldest units until the pool has room (the answer may spread over
+ *	lanes), or, contiguous, those homed in the lane with the most free
+ *	pages that eviction can give the extent
  * @ext: receives up to @max_ext extents, largest first
  * @max_ext: room in @ext
  *

@@ -104,12 +104,13 @@ static bool any_room(const struct hkv_pool *pool, uint64_t n, bool contig)
  * @max_ext: extents the caller has room for (1: the request is contiguous)
  *
  * First decides whether eviction can make the request fit at all (pages of
- * the lane, chunk, free plus evictable pages; an HKV_LANE_ANY request that
- * no lane can hold may spread over lanes, then the pool's); a request that
- * never can evicts nothing and counts as an evict failure. Otherwise applies the
- * watermark rule to the lane (if one is named) and to the pool; an
- * HKV_LANE_ANY request also gets room for @n pages in one lane. The common
- * case (no eviction needed) takes no lock.
+ * the lane, chunk, free plus evictable pages); a request that never can
+ * evicts nothing and counts as an evict failure. Otherwise applies the
+ * watermark rule to the lane (if one is named) and to the pool, then makes
+ * the room the request needs: in the named lane; for HKV_LANE_ANY in the
+ * pool, since the answer may spread over lanes, or, contiguous, in the lane
+ * that needs the least eviction. The common case (no eviction needed)
+ * takes no lock.
  *
  * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
  */
@@ -118,6 +119,7 @@ int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned fla
 {
 	struct hkv_res *r = pool->res;
 	bool any = lane >= pool->nlanes, contig = (flags & HKV_ALLOC_CONTIG) || max_ext == 1;
+	bool spread = any && !contig && pool->nlanes > 1;	/* room in the pool will do */
 	unsigned fit;
 	int err;
 
@@ -126,14 +128,14 @@ int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned fla
 	if (!max_ext)
 		return 0;			/* no answer fits in no extent */
 	if (!watermark(pool, pool->npages, res_free_of(pool, HKV_LANE_ANY), n) &&
-	    (any ? any_room(pool, n, contig)
-		 : !watermark(pool, pool->lanes[lane].npages, res_free_of(pool, lane), n) &&
-		   res_lane_room(pool, lane, n, contig)))
+	    (spread || (any ? any_room(pool, n, contig)
+			    : !watermark(pool, pool->lanes[lane].npages, res_free_of(pool, lane), n) &&
+			      res_lane_room(pool, lane, n, contig))))
 		return 0;
 	err = res_lock(pool);
 	if (err)
 		return err;
-	fit = any ? fit_lane(pool, n, contig) : lane;
+	fit = spread ? HKV_LANE_ANY : any ? fit_lane(pool, n, contig) : lane;
 	if (fit == HKV_LANE_ANY ? !pool_can_fit(pool, n, contig)
 				: !lane_can_fit(pool, fit, n, contig)) {
 		r->evict_failures++;	/* evicting cannot help: evict nothing */
@@ -141,9 +143,10 @@ int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned fla
 	}
 	if (!any)
 		make_room(pool, lane, n);
-	make_room(pool, HKV_LANE_ANY, n);
+	/* the request's own room first, so the pool's rule counts it */
 	if (fit == HKV_LANE_ANY ? res_free_of(pool, fit) < n : !res_lane_room(pool, fit, n, contig))
-		res_evict_run(pool, fit, n, contig ? n : 0, HKV_EVICT_ALLOC);	/* ANY: spread */
+		res_evict_run(pool, fit, n, contig ? n : 0, HKV_EVICT_ALLOC);
+	make_room(pool, HKV_LANE_ANY, n);
 	if (fit == HKV_LANE_ANY ? res_free_of(pool, fit) < n : !res_lane_room(pool, fit, n, contig))
 		r->evict_failures++;	/* too little evictable after all */
 unlock:

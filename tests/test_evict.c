@@ -255,8 +255,10 @@ static void test_evict_for_request(void **state)
 }
 
 /*
- * Several lanes: hkv_evict merges the lanes' LRU lists by age, and an
- * HKV_LANE_ANY request gets room in one lane (it is served from one).
+ * Several lanes: hkv_evict merges the lanes' LRU lists by age. An
+ * HKV_LANE_ANY request may spread over lanes, so it evicts only for room in
+ * the pool (the pool's coldest units); a contiguous one needs room in one
+ * lane and evicts there.
  */
 static void test_any_lane(void **state)
 {
@@ -271,10 +273,21 @@ static void test_any_lane(void **state)
 	assert_int_equal(hkv_evict(p, 20), 20);
 	assert_int_equal(lg.id[0], 0);
 	assert_int_equal(lg.id[1], 1);
-	/* 10 free in each lane: 20 pages need one more unit out of one lane */
-	assert_true(hkv_alloc(p, 20, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 4) > 0);
-	assert_int_equal(lg.n, 3);
+	/* 10 free in each lane: 20 pages spread over both, nothing evicted */
+	assert_int_equal(hkv_alloc(p, 20, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 4), 2);
+	assert_int_equal(lg.n, 2);
+	/* nothing free: the pool's two coldest units go, one in each lane */
+	assert_int_equal(hkv_alloc(p, 20, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 4), 2);
+	assert_int_equal(lg.n, 4);
 	assert_int_equal(lg.id[2], 2);
+	assert_int_equal(lg.id[3], 3);
+	/* contiguous: one lane's units 4 and 6 make [20, 40) */
+	assert_int_equal(hkv_alloc(p, 20, HKV_LANE_ANY, HKV_ALLOC_EVICT | HKV_ALLOC_CONTIG, e, 4),
+			 1);
+	assert_int_equal(e[0].start, 20);
+	assert_int_equal(lg.n, 6);
+	assert_int_equal(lg.id[4], 4);
+	assert_int_equal(lg.id[5], 6);
 	assert_int_equal(stats(p).evict_failures, 0);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
