@@ -6,6 +6,8 @@
  *
  *   xfer_submit  pool id, peer id, pages, operations, bytes
  *   xfer_done    pool id, peer id, operations, bytes, result, ns
+ *
+ * Every argument is 64 bits (result signed: 0 or -errno).
  */
 #ifndef HKV_XFER_PROBE_H
 #define HKV_XFER_PROBE_H

@@ -167,7 +167,7 @@ static int submit(struct hkv_xfer_peer *p, const struct hkv_xfer_req *req, uint6
 	p->ntx++;
 	xf_stats_submit(&x->st, tx);
 	xf_stats_submit(&p->st, tx);
-	xf_probe_submit(x->pool_id, p->id, tx->pages, tx->nops, tx->bytes);
+	xf_probe_submit(x->pool_id, p->id, tx->pages, (uint64_t)tx->nops, tx->bytes);
 	if (id)
 		*id = tx->id;
 	return 0;
@@ -326,7 +326,7 @@ static void tx_end(struct hkv_xfer *x, struct xf_tx *tx)
 	unpin_units(x->pool, tx->units, tx->nunits);
 	xf_stats_done(&x->st, tx, ns);
 	xf_stats_done(&tx->peer->st, tx, ns);
-	xf_probe_done(x->pool_id, tx->peer_id, tx->nops, tx->bytes, tx->result, ns);
+	xf_probe_done(x->pool_id, tx->peer_id, (uint64_t)tx->nops, tx->bytes, (int64_t)tx->result, ns);
 	x->completed++;
 }
 
