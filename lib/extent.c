@@ -198,12 +198,13 @@ static inline uint64_t key_put(uint64_t w, int i, uint64_t v)
 	return (w & ~(0xffull << (8 * i))) | (v << (8 * i));
 }
 
-/* free slots of a line-held group (exact: no SWAR borrow) */
-static inline unsigned group_empty_slots(const struct xgroup *g)
+/* fewer than two free slots in a line-held group (exact zero-byte mask:
+ * no SWAR borrow) */
+static inline bool group_nearly_full(const struct xgroup *g)
 {
 	uint64_t w = g->keys, z = ~(((w & BYTES(0x7f)) + BYTES(0x7f)) | w | BYTES(0x7f));
 
-	return (unsigned)__builtin_popcountll(z);
+	return !g->blk && !(z & (z - 1));
 }
 
 /* a new tag in g would spill it to an overflow block */
@@ -340,6 +341,28 @@ static void tag_clear(struct xindex *x, uint32_t p)
 	g->starts &= ~(1ull << b);
 	if (__builtin_popcountll(g->keys) <= XI_GSLOTS / 2)	/* hysteresis */
 		g_unspill(x, g);
+}
+
+/* the first page of id moves from p to q (carving): one key rewritten when
+ * both are in one line-held group */
+static inline void tag_move(struct xindex *x, uint32_t p, uint32_t q, uint32_t id)
+{
+	struct xgroup *g = &x->grp[p >> 6];
+	int i, j;
+
+	if (likely(p >> 6 == q >> 6 && !g->blk)) {
+		i = key_find(g->keys & KEY_OFF, (p & 63) + 1);
+		j = key_find(g->keys & KEY_OFF, (q & 63) + 1);
+		if (j >= 0)		/* q ends the extent: its slot stays */
+			g->keys = key_put(g->keys, i, 0);
+		else
+			j = i;
+		g->keys = key_put(g->keys, j, (q & 63) + 1 + XI_KEY_START);
+		g->id[j] = id;
+		return;
+	}
+	tag_clear(x, p);
+	tag_set(x, q, id, true);
 }
 
 static inline void set_tags(struct xindex *x, uint32_t id)
@@ -719,10 +742,9 @@ static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 	if (p != XI_NIL && (x->node[p].len > len ||
 			    (x->node[p].len == len && x->node[p].start > start)))
 		return false;
-	tag_clear(x, e->start);
+	tag_move(x, e->start, start, id);
 	e->start = start;
 	e->len = len;
-	tag_set(x, start, id, true);
 	if (id == x->tree_max)
 		HKV_STORE(&x->largest, len);
 	return true;
@@ -736,13 +758,13 @@ static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *
 	if (e->len > n && shrink_in_place(x, id, n))
 		goto mark;
 	idx_remove(x, id);
-	tag_clear(x, start);
 	if (e->len > n) {
+		tag_move(x, start, start + (uint32_t)n, id);
 		e->start += (uint32_t)n;
 		e->len -= (uint32_t)n;
-		tag_set(x, e->start, id, true);
 		idx_insert(x, id);
 	} else {
+		tag_clear(x, start);
 		tag_clear(x, start + e->len - 1);
 		node_put(x, id);
 	}
@@ -835,7 +857,7 @@ int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len)
 	if (unlikely(x->free_extents >= x->ncap) && xi_reserve_nodes(x, 1))
 		return -ENOMEM;
 	if (a == b)
-		need = !a->blk && group_empty_slots(a) < 2;
+		need = group_nearly_full(a);
 	else
 		need = group_full(a) + group_full(b);
 	return need ? xi_reserve_grow(x, need) : 0;

@@ -187,22 +187,6 @@ int xi_reserve_plan(struct xindex *x, uint64_t n, long k);
 /* make room so xi_free() of one piece cannot fail; absolute pages */
 int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len);
 
-/* the one-word allocated/in_unit check of the common free */
-
-static inline int xi_check_allocated_fast(const struct xindex *x, uint64_t start, uint64_t len)
-{
-	uint64_t from = start - x->base;
-
-	if (likely((from & 63) + len <= 64)) {
-		uint64_t m = (len == 64 ? ~0ull : (1ull << len) - 1) << (from & 63);
-		const uint64_t *w = &x->allocated[XI_WORD(from)];
-
-		if ((w[0] & m) != m)
-			return -EINVAL;
-		return w[1] & m ? -EBUSY : 0;
-	}
-	return xi_check_allocated(x, start, len);
-}
 /* node id tagged at page p (space-relative), XI_NIL if p is not the first
  * or last page of a free extent */
 uint32_t xi_tag(const struct xindex *x, uint32_t p);
@@ -223,6 +207,23 @@ static inline uint64_t xi_word_bits(uint64_t from, uint64_t len)
 	return (len == 64 ? ~0ull : (1ull << len) - 1) << (from & 63);
 }
 
+/* the allocated/in_unit check of the common free, inline */
+static inline int xi_check_allocated_fast(const struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint64_t from = start - x->base, off = from & 63;
+
+	if (likely(off + len <= 128)) {	/* one or two group lines */
+		uint64_t m = off + len <= 64 ? xi_word_bits(from, len) : ~0ull << off;
+		uint64_t m2 = off + len <= 64 ? 0 : xi_word_bits(0, off + len - 64);
+		const uint64_t *w = &x->allocated[XI_WORD(from)], *w2 = w + 8;
+
+		if ((w[0] & m) != m || (m2 && (w2[0] & m2) != m2))
+			return -EINVAL;
+		return (w[1] & m) || (m2 && (w2[1] & m2)) ? -EBUSY : 0;
+	}
+	return xi_check_allocated(x, start, len);
+}
+
 static inline bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t len,
 				 bool all_set)
 {
@@ -234,15 +235,23 @@ static inline bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t l
 	return xi_test_range_slow(bits, from, len, all_set);
 }
 
+/* one word, or two (an extent of up to 65 pages crossing a group) inline */
 static inline void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set)
 {
-	if (len && (from & 63) + len <= 64) {
-		uint64_t m = xi_word_bits(from, len);
+	uint64_t off = from & 63, m, m2;
 
-		if (set)
+	if (len && off + len <= 128) {
+		m = off + len <= 64 ? xi_word_bits(from, len) : ~0ull << off;
+		m2 = off + len <= 64 ? 0 : xi_word_bits(0, off + len - 64);
+		if (set) {
 			bits[XI_WORD(from)] |= m;
-		else
+			if (m2)
+				bits[XI_WORD(from) + 8] |= m2;
+		} else {
 			bits[XI_WORD(from)] &= ~m;
+			if (m2)
+				bits[XI_WORD(from) + 8] &= ~m2;
+		}
 		return;
 	}
 	xi_set_range_slow(bits, from, len, set);
@@ -285,7 +294,7 @@ struct lane_counters {
 };
 
 struct lane {
-	uint32_t lock;		/* 0 free, 1 held: lane_lock() */
+	pthread_mutex_t lock;
 	struct xindex xi;
 	uint64_t first, npages;	/* absolute pages of the lane */
 	uint64_t gen;		/* mutation generation (free_slots cache) */
@@ -296,24 +305,17 @@ struct lane {
 
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);
 void lane_fini(struct lane *l);
-/*
- * Lane sections are tens of nanoseconds: a waiter spins (pause) instead of
- * sleeping in the kernel, and yields the CPU only when the holder seems
- * preempted. A futex sleep and wake-up costs microseconds, longer than the
- * section it waits for; with two threads on one lane that cost is the
- * collapse the lock must avoid.
- */
-void lane_lock_slow(struct lane *l);
+/* an adaptive mutex: a short spin, then a futex sleep (a spinning lock and
+ * a spin-then-futex lock measured no better for two threads on one lane;
+ * notes/issue-14.md) */
 static inline void lane_lock(struct lane *l)
 {
-	if (likely(!__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)))
-		return;
-	lane_lock_slow(l);
+	pthread_mutex_lock(&l->lock);
 }
 
 static inline void lane_unlock(struct lane *l)
 {
-	__atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&l->lock);
 }
 /* lane owning an absolute page */
 unsigned lane_of(const struct hkv_pool *pool, uint64_t page);

@@ -4,8 +4,6 @@
  * contiguous block of pages, with its own lock and counters, so threads on
  * different lanes never contend and extents never cross a lane.
  */
-#include <sched.h>
-
 #include "internal.h"
 #include "trace.h"
 
@@ -20,6 +18,7 @@
  */
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
 {
+	pthread_mutexattr_t attr;
 	int err;
 
 	memset(l, 0, sizeof(*l));
@@ -28,44 +27,11 @@ int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
 		return err;
 	l->first = first;
 	l->npages = npages;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&l->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	return 0;
-}
-
-#define LANE_SPINS	256	/* pause rounds before yielding the CPU */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-/**
- * lane_lock_slow() - wait for a lane lock another thread holds
- * @l: the lane
- *
- * Test-and-test-and-set: spin on a plain load (the line stays shared, no
- * write traffic) with a pause, try again when it looks free; after
- * LANE_SPINS rounds the holder is probably not running, so give it the CPU
- * (sched_yield: the only system call outside os.c, because the lock must
- * not go through a replaceable table).
- */
-void lane_lock_slow(struct lane *l)
-{
-	unsigned spins = 0;
-
-	do {
-		while (__atomic_load_n(&l->lock, __ATOMIC_RELAXED)) {
-			if (++spins < LANE_SPINS) {
-				cpu_relax();
-			} else {
-				sched_yield();
-				spins = 0;
-			}
-		}
-	} while (__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE));
 }
 
 /**
@@ -74,6 +40,7 @@ void lane_lock_slow(struct lane *l)
  */
 void lane_fini(struct lane *l)
 {
+	pthread_mutex_destroy(&l->lock);
 	xi_fini(&l->xi);
 }
 
