@@ -741,8 +741,9 @@ HKV_API int hkv_backing_parse(const char *name, int *backing);
  * @level: 0 error, 1 warning, 2 info, 3 debug
  * @msg: one line, no newline
  *
- * Runs with no lock of the library held, on the thread that logs: it may
- * call any hugekv function, on any pool. A message logged while a call
+ * Runs with no lock of the library held, on the thread that logs, and so
+ * possibly on several threads at once: it may call any hugekv function, on
+ * any pool. A message logged while a call
  * holds a pool's locks is delivered when that call releases them, before it
  * returns. Messages logged on this thread while the callback runs (by the
  * calls it makes) go to stderr (filtered by HUGEKV_LOG), not to the
