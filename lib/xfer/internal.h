@@ -7,8 +7,9 @@
  *   msg.c       active messages: wire format, send, the inbox
  *   conn.c      listen, accept, connect, HELLO exchange, peer failure
  *   plan.c      checks of a transfer and its plan: fewest UCX operations
- *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE
- *   transfer.c  the initiator side: submit, issue, flush, complete
+ *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE, DONE
+ *   datapath.c  the two-sided data path: DATA, GET_REQ/GET_REP
+ *   transfer.c  the initiator side: submit, issue (one-sided), flush, complete
  *   progress.c  progress, timeouts, wait/test
  *   stats.c     counters, latency histogram, slowest recent, JSON
  *   endpoint.c  create and destroy

@@ -2,7 +2,8 @@
 /*
  * hkv-xfer.h - the parts of hkv-xfer: a pool churned like a live cache
  * (churn.c), the byte pattern a sender writes and a receiver verifies
- * (pattern.c), serve/send (main.c), bench (bench.c).
+ * (pattern.c), options and main (main.c), serve (serve.c), send (send.c),
+ * bench (bench.c).
  */
 #ifndef HKV_XFER_TOOL_H
 #define HKV_XFER_TOOL_H
@@ -42,6 +43,25 @@ void pattern_fill(void *page, uint64_t bytes, uint64_t salt, uint64_t k);
 /* 0 if the page holds the pattern; else the first bad byte offset + 1 */
 uint64_t pattern_check(const void *page, uint64_t bytes, uint64_t *salt, uint64_t *k);
 
+#define SALT_FULL	(1ull << 63)	/* the receiver checks every byte */
+
+struct args {
+	struct pool_args pool, remote;
+	const char *addr;
+	uint64_t xfer_pages, total_pages;	/* request size, pages per round */
+	unsigned rounds, depth, inflight, count;
+	int timeout_ms;
+	uint64_t reg_chunk;
+	bool json, per_page, verify_all, quiet, readback, rma;
+	bool remote_seed_set;
+};
+
+int make_pool(const struct pool_args *pa, bool index_only, struct hkv_pool **pool,
+	      struct page_set *set);
+int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x);
+double now_s(void);
+int do_serve(const struct args *a);
+int do_send(const struct args *a);
 int parse_backing(const char *s);
 int parse_size(const char *s, uint64_t *out);
 int bench_main(int argc, char **argv, const char *self);

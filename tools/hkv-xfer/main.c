@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,19 +22,6 @@
 #include <time.h>
 
 #include "hkv-xfer.h"
-
-#define SALT_FULL	(1ull << 63)	/* the receiver checks every byte */
-
-struct args {
-	struct pool_args pool, remote;
-	const char *addr;
-	uint64_t xfer_pages, total_pages;	/* request size, pages per round */
-	unsigned rounds, depth, inflight, count;
-	int timeout_ms;
-	uint64_t reg_chunk;
-	bool json, per_page, verify_all, quiet, readback, rma;
-	bool remote_seed_set;
-};
 
 static void usage(FILE *f)
 {
@@ -114,7 +100,7 @@ int parse_backing(const char *s)
 	return -1;
 }
 
-static double now_s(void)
+double now_s(void)
 {
 	struct timespec ts;
 
@@ -265,7 +251,7 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 	return 0;
 }
 
-static int make_pool(const struct pool_args *pa, bool index_only, struct hkv_pool **pool,
+int make_pool(const struct pool_args *pa, bool index_only, struct hkv_pool **pool,
 		     struct page_set *set)
 {
 	struct hkv_pool_opts o = {
@@ -288,7 +274,7 @@ static int make_pool(const struct pool_args *pa, bool index_only, struct hkv_poo
 	return err;
 }
 
-static int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x)
+int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x)
 {
 	struct hkv_xfer_opts o = { .sz = sizeof(o), .max_inflight = a->inflight,
 				   .timeout_ms = a->timeout_ms, .reg_chunk_bytes = a->reg_chunk,
@@ -298,304 +284,6 @@ static int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfe
 	if (err)
 		fprintf(stderr, "hkv-xfer: endpoint: %s\n", strerror(-err));
 	return err;
-}
-
-/* ---- serve ------------------------------------------------------------ */
-
-struct serve {
-	struct hkv_pool *pool;
-	uint64_t page_bytes, transfers, pages_checked, bytes_checked, bad_pages, ended_bad;
-	bool verify_all;
-};
-
-static int on_access(void *ctx, struct hkv_xfer_peer *peer, unsigned event, unsigned op,
-		     const struct hkv_extent *ext, unsigned n, int result)
-{
-	struct serve *sv = ctx;
-	uint64_t k = 0, salt0 = 0, salt, pk, bad;
-	unsigned i;
-	bool full;
-
-	(void)peer;
-	if (event != HKV_XFER_ACCESS_END || op != HKV_XFER_OP_PUT)
-		return 0;
-	if (result) {
-		sv->ended_bad++;
-		return 0;
-	}
-	sv->transfers++;
-	for (i = 0; i < n; i++) {
-		uint64_t p;
-
-		for (p = ext[i].start; p < ext[i].start + ext[i].len; p++, k++) {
-			const uint64_t *w = hkv_page_ptr(sv->pool, p);
-
-			if (k == 0)
-				salt0 = w[0];
-			full = sv->verify_all || (salt0 & SALT_FULL) || k == 0;
-			if (full) {
-				bad = pattern_check(w, sv->page_bytes, &salt, &pk);
-				sv->bytes_checked += sv->page_bytes;
-			} else {
-				bad = 0, salt = w[0], pk = w[1];
-				sv->bytes_checked += 16;
-			}
-			if (bad || salt != salt0 || pk != k) {
-				if (sv->bad_pages++ < 5)
-					fprintf(stderr, "hkv-xfer serve: page %" PRIu64 " (page %" PRIu64
-						" of the transfer): bad at byte %" PRIu64 "\n", p, k,
-						bad ? bad - 1 : 0);
-			}
-			sv->pages_checked++;
-		}
-	}
-	return 0;
-}
-
-static int do_serve(const struct args *a)
-{
-	struct serve sv = { .page_bytes = a->pool.page_bytes, .verify_all = a->verify_all };
-	struct hkv_xfer_stats st = { .sz = sizeof(st) };
-	struct hkv_xfer *x;
-	struct page_set set;
-	unsigned port, i, spins;
-	int err, rc = 0;
-
-	if (make_pool(&a->pool, false, &sv.pool, &set))
-		return EXIT_FAIL;
-	if (make_xfer(sv.pool, a, &x))
-		goto out_pool;
-	hkv_xfer_set_access_fn(x, on_access, &sv);
-	err = hkv_xfer_listen(x, a->addr, &port);
-	if (err) {
-		fprintf(stderr, "hkv-xfer serve: listen on %s: %s\n", a->addr, strerror(-err));
-		rc = EXIT_FAIL;
-		goto out_x;
-	}
-	fprintf(a->json ? stderr : stdout, "listening on port %u, %u requests of %" PRIu64
-		" pages in %u extents\n", port, set.nreq, a->pool.req_pages, set.n);
-	fflush(NULL);
-	for (i = 0; i < a->count; i++) {
-		struct hkv_xfer_peer *p;
-
-		err = hkv_xfer_accept(x, -1, &p);
-		if (err) {
-			fprintf(stderr, "hkv-xfer serve: accept: %s\n", strerror(-err));
-			rc = EXIT_FAIL;
-			break;
-		}
-		/* the target's CPU answers grants (and drives tcp's RMA) */
-		for (spins = 0; !hkv_xfer_peer_error(p); spins++) {
-			hkv_xfer_progress(x);
-			if (spins % 1024 == 1023)
-				sched_yield();
-		}
-		hkv_xfer_peer_close(p);
-	}
-	hkv_xfer_stats(x, NULL, &st);
-	if (hkv_check(sv.pool)) {
-		fprintf(stderr, "hkv-xfer serve: pool check failed\n");
-		rc = EXIT_FAIL;
-	}
-	if (sv.bad_pages)
-		rc = EXIT_FAIL;
-	if (a->json)
-		printf("{\"role\":\"serve\",\"transfers\":%" PRIu64 ",\"pages_checked\":%" PRIu64
-		       ",\"bytes_checked\":%" PRIu64 ",\"bad_pages\":%" PRIu64 ",\"failed_transfers\":%"
-		       PRIu64 ",\"grants\":%" PRIu64 ",\"grants_refused\":%" PRIu64
-		       ",\"verified\":%s}\n", sv.transfers, sv.pages_checked, sv.bytes_checked,
-		       sv.bad_pages, sv.ended_bad, st.grants, st.grants_refused,
-		       !sv.bad_pages && sv.transfers ? "true" : "false");
-	else
-		printf("served %" PRIu64 " transfers, %" PRIu64 " pages checked (%" PRIu64
-		       " bytes), %" PRIu64 " bad: %s\n", sv.transfers, sv.pages_checked,
-		       sv.bytes_checked, sv.bad_pages, sv.bad_pages ? "FAILED" : "verified");
-out_x:
-	hkv_xfer_destroy(x);
-out_pool:
-	hkv_pool_destroy(sv.pool);
-	page_set_free(&set);
-	return rc;
-}
-
-/* ---- send ------------------------------------------------------------- */
-
-struct slice {
-	struct hkv_extent *l, *r;
-	unsigned nl, nr;
-	uint64_t pages, id;
-};
-
-static int plan_slices(const struct page_set *loc, const struct page_set *rem,
-		       struct slice **out, unsigned *nout)
-{
-	unsigned n = XMIN(loc->nreq, rem->nreq), i;
-	struct slice *s = calloc(n ? n : 1, sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		s[i].l = loc->ext + loc->first[i];
-		s[i].nl = loc->first[i + 1] - loc->first[i];
-		s[i].r = rem->ext + rem->first[i];
-		s[i].nr = rem->first[i + 1] - rem->first[i];
-		s[i].pages = loc->pages / loc->nreq;
-	}
-	*out = s;
-	*nout = n;
-	return 0;
-}
-
-static void fill_slice(struct hkv_pool *pool, const struct slice *s, uint64_t pb, uint64_t salt)
-{
-	uint64_t k = 0, p;
-	unsigned i;
-
-	for (i = 0; i < s->nl; i++)
-		for (p = s->l[i].start; p < s->l[i].start + s->l[i].len; p++)
-			pattern_fill(hkv_page_ptr(pool, p), pb, salt, k++);
-}
-
-static uint64_t check_slice(struct hkv_pool *pool, const struct slice *s, uint64_t pb, uint64_t salt)
-{
-	uint64_t k = 0, p, bad = 0, gs, gk;
-	unsigned i;
-
-	for (i = 0; i < s->nl; i++)
-		for (p = s->l[i].start; p < s->l[i].start + s->l[i].len; p++, k++)
-			if (pattern_check(hkv_page_ptr(pool, p), pb, &gs, &gk) || gs != salt || gk != k)
-				bad++;
-	return bad;
-}
-
-/* one round: every slice once, depth transfers in flight */
-static int run_round(struct hkv_xfer *x, struct hkv_xfer_peer *peer, struct slice *s, unsigned n,
-		     const struct args *a, bool get)
-{
-	unsigned next = 0, done = 0, i;
-	int err;
-
-	while (done < n) {
-		while (next < n && next - done < a->depth) {
-			struct hkv_xfer_req rq = {
-				.sz = sizeof(rq), .local = s[next].l, .nlocal = s[next].nl,
-				.remote = s[next].r, .nremote = s[next].nr,
-				.flags = a->per_page && !get ? HKV_XFER_PER_PAGE : 0,
-			};
-
-			err = get ? hkv_xfer_get(peer, &rq, &s[next].id)
-				  : hkv_xfer_put(peer, &rq, &s[next].id);
-			if (err) {
-				fprintf(stderr, "hkv-xfer send: submit: %s\n", strerror(-err));
-				return err;
-			}
-			next++;
-		}
-		i = done;
-		err = hkv_xfer_wait(x, s[i].id, 0);
-		if (err) {
-			fprintf(stderr, "hkv-xfer send: transfer %u: %s\n", i, strerror(-err));
-			for (i++; i < next; i++)
-				hkv_xfer_wait(x, s[i].id, 0);
-			return err;
-		}
-		done++;
-	}
-	return 0;
-}
-
-static int do_send(const struct args *a)
-{
-	struct hkv_xfer_stats st = { .sz = sizeof(st) };
-	struct hkv_pool *pool, *shadow;
-	struct page_set loc, rem;
-	struct hkv_xfer_peer *peer;
-	struct slice *s = NULL;
-	struct hkv_xfer *x;
-	unsigned n = 0, r, i;
-	uint64_t bad = 0, salt = 0, timed_bytes = 0;
-	double t_total = 0, t0;
-	int err, rc = EXIT_FAIL;
-
-	if (make_pool(&a->pool, false, &pool, &loc))
-		return EXIT_FAIL;
-	if (make_pool(&a->remote, true, &shadow, &rem))
-		goto out_pool;
-	if (plan_slices(&loc, &rem, &s, &n))
-		goto out_shadow;
-	if (make_xfer(pool, a, &x))
-		goto out_shadow;
-	err = hkv_xfer_connect(x, a->addr, 0, &peer);
-	if (err) {
-		fprintf(stderr, "hkv-xfer send: connect to %s: %s\n", a->addr, strerror(-err));
-		goto out_x;
-	}
-	/* the timed rounds, then one more that the receiver checks in full */
-	for (r = 0; r <= a->rounds; r++) {
-		bool check = r == a->rounds;
-
-		if (check)
-			hkv_xfer_stats(x, peer, &st);
-		for (i = 0; i < n; i++)
-			fill_slice(pool, &s[i], a->pool.page_bytes,
-				   ((uint64_t)r * n + i + 1) | (check ? SALT_FULL : 0));
-		t0 = now_s();
-		if (run_round(x, peer, s, n, a, false))
-			goto out_peer;
-		if (!check) {
-			t_total += now_s() - t0;
-			for (i = 0; i < n; i++)
-				timed_bytes += s[i].pages * a->pool.page_bytes;
-		}
-		if (!a->quiet && !a->json)
-			fprintf(stderr, "round %u/%u%s: %.3f s\n", r + 1, a->rounds + 1,
-				check ? " (checked in full)" : "", now_s() - t0);
-	}
-	if (a->readback) {
-		struct args ga = *a;
-
-		ga.per_page = false;
-		for (i = 0; i < n; i++)
-			fill_slice(pool, &s[i], a->pool.page_bytes, 0);	/* overwrite */
-		if (run_round(x, peer, s, n, &ga, true))
-			goto out_peer;
-		for (i = 0; i < n; i++) {
-			salt = ((uint64_t)a->rounds * n + i + 1) | SALT_FULL;
-			bad += check_slice(pool, &s[i], a->pool.page_bytes, salt);
-		}
-		if (bad)
-			fprintf(stderr, "hkv-xfer send: %" PRIu64 " pages read back wrong\n", bad);
-	}
-	rc = bad || hkv_check(pool) ? EXIT_FAIL : 0;
-	if (a->json)
-		printf("{\"role\":\"send\",\"per_page\":%s,\"transfers\":%" PRIu64 ",\"pages\":%" PRIu64
-		       ",\"bytes\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"ops_per_transfer\":%.2f"
-		       ",\"extents_per_transfer\":%.2f,\"seconds\":%.6f,\"gbps\":%.3f"
-		       ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f"
-		       ",\"grant_p50_us\":%.1f,\"max_ops_inflight\":%" PRIu64 ",\"verified\":%s}\n",
-		       a->per_page ? "true" : "false", st.transfers, st.pages, st.bytes, st.ops,
-		       st.ops_per_transfer, st.transfers ? (double)st.extents_in / st.transfers : 0,
-		       t_total, t_total > 0 ? timed_bytes / t_total / 1e9 : 0, st.lat_p50_ns / 1e3,
-		       st.lat_p99_ns / 1e3, st.lat_max_ns / 1e3, st.grant_p50_ns / 1e3,
-		       st.max_ops_inflight, a->readback && !rc ? "true" : "false");
-	else
-		printf("sent %" PRIu64 " transfers, %" PRIu64 " bytes: %.3f GB/s, %.2f ops per "
-		       "transfer, latency p50 %.1f us p99 %.1f us; read back: %s\n", st.transfers,
-		       st.bytes, t_total > 0 ? timed_bytes / t_total / 1e9 : 0, st.ops_per_transfer,
-		       st.lat_p50_ns / 1e3, st.lat_p99_ns / 1e3,
-		       !a->readback ? "skipped" : rc ? "FAILED" : "verified");
-out_peer:
-	hkv_xfer_peer_close(peer);
-out_x:
-	hkv_xfer_destroy(x);
-out_shadow:
-	free(s);
-	hkv_pool_destroy(shadow);
-	page_set_free(&rem);
-out_pool:
-	hkv_pool_destroy(pool);
-	page_set_free(&loc);
-	return rc;
 }
 
 int main(int argc, char **argv)
