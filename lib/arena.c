@@ -342,17 +342,6 @@ static int map_all(struct hkv_arena *a, const struct hkv_plan *p)
 	return 0;
 }
 
-/* the arena's alignment: its largest part's (parts start aligned after it) */
-static uint64_t plan_granule(const struct hkv_plan *p)
-{
-	uint64_t g = HKV_PGSZ_4K;
-	unsigned i;
-
-	for (i = 0; i < p->nparts; i++)
-		g = HKV_MAX(g, backing_align(p->part[i].backing));
-	return g;
-}
-
 /**
  * arena_create() - map, bind, prefault and verify a pool's memory
  * @pool: the pool (id, effective opts, npages, page_bytes set)

@@ -485,6 +485,7 @@ uint64_t backing_pgsz(int backing);
 /* fill plan from effective opts and a topology; 0 or -ENOMEM (strict short)
  * or -EINVAL (bad node) */
 int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p);
+uint64_t plan_granule(const struct hkv_plan *p);	/* the arena's alignment */
 uint64_t backing_align(int backing);	/* THP: 2 MiB, else the page size */
 /* next backing to try after b under the policy of o, or -1 */
 int plan_next_backing(const struct hkv_pool_opts *o, int b);

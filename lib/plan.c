@@ -134,8 +134,14 @@ static int plan_bounds(const struct hkv_pool_opts *o, const struct topo *t,
 	return ret;
 }
 
-/* the alignment the arena's segment starts need: the largest first part */
-static uint64_t plan_granule_of(const struct hkv_plan *p)
+/**
+ * plan_granule() - the alignment an arena of plan p needs: its largest
+ *	part's (every part after it then starts aligned too)
+ * @p: the plan
+ *
+ * Return: bytes, at least 4 KiB.
+ */
+uint64_t plan_granule(const struct hkv_plan *p)
 {
 	uint64_t g = HKV_PGSZ_4K;
 	unsigned i;
@@ -191,7 +197,7 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 		b[i] = lane_first(o->npages, nseg, i) * o->page_bytes;
 	ret = plan_bounds(o, t, only, b, nseg, 0, p);
 	if (nseg > 1 && ret != -E2BIG) {
-		gran = plan_granule_of(p);
+		gran = plan_granule(p);
 		for (i = 1; i < nseg; i++)
 			b[i] = HKV_MIN(HKV_ROUND_UP(b[i], gran), p->kv_bytes);
 		ret = plan_bounds(o, t, only, b, nseg, gran, p);

@@ -20,6 +20,9 @@ uint64_t tm_hugetlb_kb(void);
 /* skip the test when not root; fail it (with a message) when fewer than n
  * 2 MiB hugepages are free and unreserved */
 void tm_require_hugepages(uint64_t n);
+/* write a distinct word at both ends of every KV page, read all back, and
+ * check that page npages has no address */
+void tm_check_pages(struct hkv_pool *p, uint64_t npages, uint64_t page_bytes);
 /* run fn(arg) in a forked child: it must exit normally (no SIGBUS, no
  * crash) with fn's return value 0; fn returns a step number on failure */
 void tm_run_in_child(int (*fn)(void *), void *arg);

@@ -45,25 +45,6 @@ static struct hkv_stats stats(const struct hkv_pool *p)
 	return st;
 }
 
-/* write a distinct word at both ends of every KV page, then read all back */
-static void check_pages(struct hkv_pool *p, uint64_t npages, uint64_t page_bytes)
-{
-	uint64_t i, *w;
-
-	for (i = 0; i < npages; i++) {
-		w = hkv_page_ptr(p, i);
-		assert_non_null(w);
-		w[0] = i * 7 + 1;
-		w[page_bytes / 8 - 1] = ~i;
-	}
-	for (i = 0; i < npages; i++) {
-		w = hkv_page_ptr(p, i);
-		assert_int_equal(w[0], i * 7 + 1);
-		assert_int_equal(w[page_bytes / 8 - 1], ~i);
-	}
-	assert_null(hkv_page_ptr(p, npages));
-}
-
 /*
  * Create a pool whose creation takes exactly want_drop free hugepages.
  * Other engineers' tests may share the hugepage pool during development:
@@ -138,7 +119,7 @@ static void t_huge_2m(void **state)
 	assert_int_equal(tm_smaps_page_size(r[0].base, r[0].bytes), HP);
 	for (off = 0; off < r[0].bytes; off += HP)
 		assert_int_equal(tm_node_of((char *)r[0].base + off), 0);
-	check_pages(p, npages, KV_PAGE);
+	tm_check_pages(p, npages, KV_PAGE);
 	st = stats(p);
 	assert_int_equal(st.backing, HKV_BACKING_HUGE_2M);
 	assert_int_equal(st.backing_wanted, HKV_BACKING_HUGE_2M);
@@ -177,7 +158,7 @@ static void t_round_up(void **state)
 	assert_true(st.arena_round_up_bytes > 0);
 	/* last byte of the last page is there and writable */
 	*((char *)hkv_page_ptr(p, npages - 1) + pb - 1) = 42;
-	check_pages(p, npages, pb);
+	tm_check_pages(p, npages, pb);
 	destroy_counted(p, arena / HP);
 }
 
@@ -242,7 +223,7 @@ static void t_auto_lands_2m(void **state)
 	assert_int_equal(lg.warn + lg.err, 0);
 	assert_true(tm_log_has(&lg, "1g backing for 1073741824 bytes failed (Operation not "
 				    "supported); 2m"));
-	check_pages(p, npages, KV_PAGE);
+	tm_check_pages(p, npages, KV_PAGE);
 	destroy_counted(p, 512);
 }
 
@@ -276,7 +257,7 @@ static void t_small_auto(void **state)
 	assert_int_equal(st.fallbacks, 0);
 	assert_int_equal(st.arena_round_up_bytes, 0);
 	assert_int_equal(st.region[0].flags, HKV_REGION_ROUND_UP);
-	check_pages(p, 256, KV_PAGE);
+	tm_check_pages(p, 256, KV_PAGE);
 	destroy_counted(p, 8);
 }
 
@@ -325,7 +306,7 @@ static void t_no_prefault(void **state)
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.node, -1);
 	assert_int_equal(stats(p).prefault_ns, 0);
-	check_pages(p, 1024, KV_PAGE);	/* reserved: touching cannot SIGBUS */
+	tm_check_pages(p, 1024, KV_PAGE);	/* reserved: touching cannot SIGBUS */
 	assert_int_equal(tm_meminfo("HugePages_Rsvd"), rs);
 	destroy_counted(p, 32);
 }
@@ -342,7 +323,7 @@ static void small_pool(int backing, unsigned want_flags)
 	assert_int_equal(r.flags, want_flags);
 	assert_int_equal(r.node, 0);
 	assert_int_equal(stats(p).backing, backing);
-	check_pages(p, 256, KV_PAGE);
+	tm_check_pages(p, 256, KV_PAGE);
 	hkv_pool_destroy(p);
 }
 

@@ -66,23 +66,6 @@ static struct hkv_pool_opts opts(uint64_t npages, int backing, unsigned flags)
 				       .numa_node = -1, .flags = flags };
 }
 
-/* both ends of every KV page written with a distinct word, then read back */
-static void check_pages(struct hkv_pool *p, uint64_t npages)
-{
-	uint64_t i, *w;
-
-	for (i = 0; i < npages; i++) {
-		w = hkv_page_ptr(p, i);
-		w[0] = i * 7 + 1;
-		w[KV_PAGE / 8 - 1] = ~i;
-	}
-	for (i = 0; i < npages; i++) {
-		w = hkv_page_ptr(p, i);
-		assert_int_equal(w[0], i * 7 + 1);
-		assert_int_equal(w[KV_PAGE / 8 - 1], ~i);
-	}
-}
-
 /* the region is on 1 GiB pages by the kernel's account, on node 0 */
 static void check_1g_region(const struct hkv_region *r)
 {
@@ -134,7 +117,7 @@ static void t_strict_1g(void **state)
 	assert_int_equal(st.backing, HKV_BACKING_HUGE_1G);
 	assert_int_equal(st.fallbacks, 0);
 	assert_int_equal(st.arena_round_up_bytes, 0);
-	check_pages(p, npages);
+	tm_check_pages(p, npages, KV_PAGE);
 	hkv_pool_destroy(p);
 	assert_int_equal(read_1g("free_hugepages"), fr);
 	assert_int_equal(tm_smaps_vmas(1048576), 0);
@@ -182,7 +165,7 @@ static void t_auto_1g(void **state)
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.flags, 0);
 	check_1g_region(&r);
-	check_pages(p, GB / KV_PAGE);
+	tm_check_pages(p, GB / KV_PAGE, KV_PAGE);
 	hkv_pool_destroy(p);
 	assert_int_equal(read_1g("free_hugepages"), fr);
 }
@@ -219,7 +202,7 @@ static void t_auto_mixed(void **state)
 	assert_int_equal(r[1].first_page, k * GB / KV_PAGE);
 	assert_int_equal(r[1].flags, HKV_REGION_ROUND_UP);
 	assert_int_equal(tm_smaps_page_size(r[1].base, r[1].bytes), HP);
-	check_pages(p, npages);
+	tm_check_pages(p, npages, KV_PAGE);
 	hkv_pool_destroy(p);
 	assert_int_equal(read_1g("free_hugepages"), fr);
 	assert_int_equal(tm_hugetlb_kb(), 0);

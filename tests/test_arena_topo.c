@@ -296,16 +296,6 @@ static struct hkv_stats stats(const struct hkv_pool *p)
 	return st;
 }
 
-static void write_all(struct hkv_pool *p, uint64_t npages)
-{
-	uint64_t i;
-
-	for (i = 0; i < npages; i++)
-		*(uint64_t *)hkv_page_ptr(p, i) = i;
-	for (i = 0; i < npages; i++)
-		assert_int_equal(*(uint64_t *)hkv_page_ptr(p, i), i);
-}
-
 /* ---- 1 GiB ---- */
 
 #define NEAR_1G		(15 * 1024)	/* 960 MiB of 64 KiB pages: 1/16 round-up */
@@ -343,7 +333,7 @@ static void t_1g_path(void **state)
 	assert_int_equal(st.backing, HKV_BACKING_HUGE_1G);
 	assert_int_equal(st.arena_round_up_bytes, GB - NEAR_1G * KV_PAGE);
 	assert_int_equal(st.fallbacks, 0);
-	write_all(p, NEAR_1G);
+	tm_check_pages(p, NEAR_1G, KV_PAGE);
 	hkv_pool_destroy(p);
 	assert_int_equal(tm_meminfo("HugePages_Free"), fr);
 }
@@ -370,7 +360,7 @@ static void t_1g_mmap_fails(void **state)
 	assert_int_equal(r.bytes, GB);		/* still rounded to the 1 GiB plan */
 	assert_int_equal(stats(p).region[0].fallback_errno, -EINVAL);
 	assert_true(tm_log_has(&lg, "1g backing"));
-	write_all(p, NEAR_1G);
+	tm_check_pages(p, NEAR_1G, KV_PAGE);
 	hkv_pool_destroy(p);
 	/* strict: the same is a clean error */
 	o.backing = HKV_BACKING_HUGE_1G;
@@ -424,7 +414,7 @@ static void t_1g_mixed(void **state)
 	assert_int_equal(st.region[1].fallback_errno, 0);
 	assert_int_equal(st.fallbacks, 0);
 	assert_int_equal(st.arena_round_up_bytes, 0);
-	write_all(p, npages);
+	tm_check_pages(p, npages, KV_PAGE);
 	hkv_pool_destroy(p);
 	assert_int_equal(tm_hugetlb_kb(), 0);
 }
@@ -452,7 +442,7 @@ static void t_1g_small_auto(void **state)
 	assert_int_equal(r.flags, HKV_REGION_ROUND_UP);
 	assert_int_equal(stats(p).fallbacks, 0);
 	assert_int_equal(stats(p).arena_round_up_bytes, 0);
-	write_all(p, 256);
+	tm_check_pages(p, 256, KV_PAGE);
 	hkv_pool_destroy(p);
 }
 
@@ -527,7 +517,7 @@ static void t_two_nodes(void **state)
 	assert_int_equal(st.nregions, 2);
 	assert_int_equal(st.region[1].node, 1);
 	assert_int_equal(st.misplaced_pages, 0);
-	write_all(p, 1024);
+	tm_check_pages(p, 1024, KV_PAGE);
 	hkv_pool_destroy(p);
 }
 
@@ -610,7 +600,7 @@ static void t_two_nodes_short(void **state)
 	assert_int_equal(st.backing, HKV_BACKING_THP);	/* the worst region */
 	assert_int_equal(st.fallbacks, 1);
 	assert_int_equal(st.region[1].fallback_errno, -ENOMEM);
-	write_all(p, 1024);
+	tm_check_pages(p, 1024, KV_PAGE);
 	hkv_pool_destroy(p);
 }
 

@@ -57,6 +57,25 @@ void tm_require_hugepages(uint64_t n)
 			 (unsigned long long)n, (unsigned long long)fr, (unsigned long long)rs);
 }
 
+/* write a distinct word at both ends of every KV page, then read all back */
+void tm_check_pages(struct hkv_pool *p, uint64_t npages, uint64_t page_bytes)
+{
+	uint64_t i, *w;
+
+	for (i = 0; i < npages; i++) {
+		w = hkv_page_ptr(p, i);
+		assert_non_null(w);
+		w[0] = i * 7 + 1;
+		w[page_bytes / 8 - 1] = ~i;
+	}
+	for (i = 0; i < npages; i++) {
+		w = hkv_page_ptr(p, i);
+		assert_int_equal(w[0], i * 7 + 1);
+		assert_int_equal(w[page_bytes / 8 - 1], ~i);
+	}
+	assert_null(hkv_page_ptr(p, npages));
+}
+
 void tm_run_in_child(int (*fn)(void *), void *arg)
 {
 	int status;
