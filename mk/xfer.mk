@@ -82,10 +82,20 @@ CHECK_EXTRA	+= check-xfer
 bench-xfer: $(BUILD)/hkv-xfer
 	$(Q)scripts/test-env -- tests/xfer/bench --build $(BUILD)
 
+# its manual page, from --help (and bench --help), so it cannot drift
+XFER_MAN	:= $(BUILD)/man/hkv-xfer.1
+$(XFER_MAN): $(BUILD)/hkv-xfer man/help2man.sh
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)man/help2man.sh $< hkv-xfer "KV page transfers between hugekv pools over UCX" \
+		bench > $@.tmp && mv $@.tmp $@
+
 install:: install-xfer
 
-install-xfer: $(BUILD)/libhugekv-xfer.so
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+install-xfer: $(BUILD)/libhugekv-xfer.so $(XFER_MAN)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(MANDIR)/man1
+	install -m 0644 $(XFER_MAN) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0755 $(XFER_SHLIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(XFER_SHLIB)) $(DESTDIR)$(LIBDIR)/$(XFER_SONAME)
 	ln -sf $(XFER_SONAME) $(DESTDIR)$(LIBDIR)/libhugekv-xfer.so
