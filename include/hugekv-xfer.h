@@ -51,7 +51,9 @@
  * Two-sided, every failure is an error status on both sides, and a write
  * outside the grant is refused (the connection is closed, -EPROTO). Use
  * HKV_XFER_RMA on transports with native RMA (RDMA), where the target's CPU
- * stays out of the data path; the operation count is the same.
+ * stays out of the data path; the operation count is the same. One-sided,
+ * a peer holds rkeys to the whole registered pool: the grant is then the
+ * protocol's agreement, which the hardware does not enforce.
  *
  * The target must call hkv_xfer_progress() regularly (a serving loop, or
  * alongside its own work): it answers grant requests and, two-sided, moves

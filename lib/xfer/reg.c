@@ -66,6 +66,13 @@ static int reg_one(struct hkv_xfer *x, struct xf_reg *r, unsigned nth, unsigned 
 	return 0;
 }
 
+static int region_cmp(const void *a, const void *b)
+{
+	const struct hkv_region *x = a, *y = b;
+
+	return x->first_page < y->first_page ? -1 : x->first_page > y->first_page;
+}
+
 /* how many registrations the regions make */
 static unsigned reg_count(const struct hkv_region *rg, unsigned n, uint64_t ppc)
 {
@@ -96,6 +103,7 @@ int xf_reg_create(struct hkv_xfer *x)
 	if (!rg)
 		return -ENOMEM;
 	hkv_regions(x->pool, rg, (unsigned)n);
+	qsort(rg, (size_t)n, sizeof(*rg), region_cmp);	/* lookups binary-search pages */
 	x->regs = calloc(reg_count(rg, (unsigned)n, ppc), sizeof(*x->regs));
 	if (!x->regs)
 		goto out_free_rg;
