@@ -150,10 +150,14 @@ static const char churn_usage[] =
 "  --evict MODE         random|lru|lru-coalesce victims (default random)\n"
 "  --touch F            lru modes: chance per op to touch a live unit (0.5)\n"
 "  --baselines LIST     all|none|sorted-scan,token-freelist,bitmap-firstfit,\n"
-"                       tlsf (default all)\n"
+"                       tlsf (default all: the first three); the TLSF family\n"
+"                       also runs side by side with hugekv (see --no-family)\n"
 "  --baseline-ops N     measured ops per baseline (default: all of them,\n"
 "                       sorted-scan 2000)\n"
 "  --repeat R           hugekv runs; figures are medians (default 3)\n"
+"  --no-family          skip the side by side with the TLSF family: whole-run\n"
+"                       ns/op (no per-call timer) and drained-free timing\n"
+"                       (mfence before the closing rdtsc), R interleaved runs\n"
 "  --interval N         timeline sample every N measured ops (default ops/50)\n"
 "  --seed S             workload seed (default 1)\n"
 "  --quick              CI size: 64K pages, 100K ops, burn-in 1, 1 run\n"
@@ -169,7 +173,7 @@ enum {
 	O_PAGES = 256, O_CAPACITY, O_PAGE_BYTES, O_MEMORY, O_BACKING, O_OCC,
 	O_BURNIN, O_OPS, O_SIZES, O_SPLIT, O_EVICT, O_TOUCH, O_BASELINES,
 	O_BOPS, O_REPEAT, O_INTERVAL, O_SEED, O_QUICK, O_STATS, O_JSON, O_CSV,
-	O_TAG,
+	O_TAG, O_NOFAMILY,
 };
 
 static const struct option churn_longopts[] = {
@@ -184,6 +188,7 @@ static const struct option churn_longopts[] = {
 	{ "seed", 1, NULL, O_SEED }, { "quick", 0, NULL, O_QUICK },
 	{ "stats", 0, NULL, O_STATS }, { "json", 0, NULL, O_JSON },
 	{ "csv", 1, NULL, O_CSV }, { "tag", 1, NULL, O_TAG },
+	{ "no-family", 0, NULL, O_NOFAMILY },
 	{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
 
@@ -192,17 +197,14 @@ static int parse_baselines(struct churn *c, const char *s)
 	char buf[256], *tok, *save;
 
 	c->nbl = 0;
-	c->family = false;
 	if (!strcmp(s, "none"))
 		return 0;
 	if (!strcmp(s, "all"))
-		s = "sorted-scan,token-freelist,bitmap-firstfit,tlsf";
+		s = "sorted-scan,token-freelist,bitmap-firstfit";
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		const struct balloc_ops *b = baseline_find(tok);
 
-		if (b == &bl_tlsf)
-			c->family = true;	/* and its side-by-side table */
 
 		if (!b || c->nbl == CHURN_MAX_BASELINES) {
 			fprintf(stderr, "hkv-bench: --baselines: unknown or repeated '%s'\n", tok);
@@ -248,6 +250,7 @@ void churn_defaults(struct churn *c)
 	c->w.backing = HKV_BACKING_AUTO;
 	c->page_size = 64 << 10;
 	c->repeat = 3;
+	c->family = true;
 	parse_baselines(c, "all");
 }
 
@@ -286,6 +289,7 @@ static int churn_opt(struct churn *c, int o, const char *arg, uint64_t *cap,
 	case O_JSON: c->json = true; break;
 	case O_CSV: c->csv = arg; break;
 	case O_TAG: c->tag = arg; break;
+	case O_NOFAMILY: c->family = false; break;
 	default: return -EINVAL;
 	}
 	return err;
