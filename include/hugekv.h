@@ -445,7 +445,8 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  * a best-fit remainder: the fewest extents possible. Pages are carved from
  * the low end of the chosen extent.
  *
- * Return: number of extents, or -ENOMEM (not enough free pages), -ENOSPC
+ * Return: number of extents, or -ENOMEM (not enough free pages, or, rarely,
+ * the index could not grow its bookkeeping), -ENOSPC
  * (@max_ext too small for the best answer), -EINVAL, -EDEADLK
  * (HKV_ALLOC_EVICT from inside this pool's evict callback), -ECHILD (a pool
  * of the parent process, see fork() above); nothing is taken then.
