@@ -53,6 +53,9 @@ char *ctl_pool_path(char *buf, size_t n, int node, uint64_t page_bytes,
 int ctl_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ctl_arg_size(const char *cmd, const char *opt, const char *arg, uint64_t min,
 		 uint64_t *out);
+int ctl_arg_int(const char *cmd, const char *opt, const char *arg, long min, long max,
+		long *out);
+int ctl_no_operands(const char *cmd, int argc, char **argv);
 uint64_t ctl_units(uint64_t bytes, uint64_t unit);
 const char *ctl_fmt_size(uint64_t bytes, char *buf, size_t n);
 /* "hkvctl CMD: message" on stderr (@cmd a string literal) */

@@ -71,14 +71,6 @@ static const struct option plan_opts[] = {
 	{ 0 }
 };
 
-static const char *opt_name(int c)
-{
-	for (const struct option *o = plan_opts; o->name; o++)
-		if (o->val == c)
-			return o->name;
-	return "?";
-}
-
 static int plan_args(int argc, char **argv, struct plan_args *a)
 {
 	long v;
@@ -91,21 +83,23 @@ static int plan_args(int argc, char **argv, struct plan_args *a)
 				return -EINVAL;
 			break;
 		case 'n':
-			if (tool_parse_int(optarg, 0, CTL_MAX_NODES - 1, &v))
-				goto bad;
+			if (ctl_arg_int("plan", "node", optarg, 0, CTL_MAX_NODES - 1, &v))
+				return -EINVAL;
 			a->o.numa_node = (int)v;
 			break;
 		case 'b':
-			if ((a->o.backing = parse_backing(optarg)) < 0)
-				goto bad;
+			if ((a->o.backing = parse_backing(optarg)) < 0) {
+				ctl_err("plan", "bad --backing '%s' (auto, 1g, 2m, thp, 4k)", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'k':
 			if (ctl_arg_size("plan", "kv-page", optarg, 1, &a->o.page_bytes))
 				return -EINVAL;
 			break;
 		case 'l':
-			if (tool_parse_int(optarg, 1, 1 << 20, &v))
-				goto bad;
+			if (ctl_arg_int("plan", "lanes", optarg, 1, 1 << 20, &v))
+				return -EINVAL;
 			a->o.nlanes = (unsigned)v;
 			break;
 		case 'S': a->o.flags |= HKV_POOL_STRICT; break;
@@ -114,19 +108,14 @@ static int plan_args(int argc, char **argv, struct plan_args *a)
 		default: plan_usage(stderr); return -EINVAL;
 		}
 	}
-	if (optind < argc) {
-		ctl_err("plan", "unexpected argument '%s'", argv[optind]);
+	if (ctl_no_operands("plan", argc, argv))
 		return -EINVAL;
-	}
 	if (!a->bytes) {
 		ctl_err("plan", "--size is required (KV cache bytes, e.g. 200G)");
 		return -EINVAL;
 	}
 	a->o.npages = ctl_units(a->bytes, a->o.page_bytes);
 	return 0;
-bad:
-	ctl_err("plan", "bad value '%s' for --%s", optarg, opt_name(c));
-	return -EINVAL;
 }
 
 /* what to reserve on a node so its segment gets hugepages: the wanted size

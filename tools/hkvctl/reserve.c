@@ -217,10 +217,8 @@ static int reserve_args(int argc, char **argv, struct reserve *r)
 			r->have_size = true;
 			break;
 		case 'n':
-			if (tool_parse_int(optarg, 0, CTL_MAX_NODES - 1, &v)) {
-				ctl_err("reserve", "bad --node '%s'", optarg);
+			if (ctl_arg_int("reserve", "node", optarg, 0, CTL_MAX_NODES - 1, &v))
 				return -EINVAL;
-			}
 			r->node = (int)v;
 			break;
 		case 'p':
@@ -233,10 +231,8 @@ static int reserve_args(int argc, char **argv, struct reserve *r)
 		default: reserve_usage(stderr); return -EINVAL;
 		}
 	}
-	if (optind < argc) {
-		ctl_err("reserve", "unexpected argument '%s'", argv[optind]);
+	if (ctl_no_operands("reserve", argc, argv))
 		return -EINVAL;
-	}
 	r->bytes = bytes;
 	r->want = ctl_units(bytes, r->page_bytes);
 	return 0;

@@ -175,10 +175,8 @@ int cmd_topology(int argc, char **argv)
 		default: topo_usage(stderr); return TOOL_USAGE;
 		}
 	}
-	if (optind < argc) {
-		ctl_err("topology", "unexpected argument '%s'", argv[optind]);
+	if (ctl_no_operands("topology", argc, argv))
 		return TOOL_USAGE;
-	}
 	r = machine_read(&t);
 	if (r) {
 		ctl_err("topology", "cannot read the topology: %s", strerror(-r));

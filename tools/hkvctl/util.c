@@ -3,6 +3,7 @@
  * util.c - formatting sizes and messages.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 
@@ -79,6 +80,48 @@ int ctl_arg_size(const char *cmd, const char *opt, const char *arg, uint64_t min
 	}
 	*out = v;
 	return 0;
+}
+
+/**
+ * ctl_arg_int() - the decimal integer of an option, within [min, max]
+ * @cmd: subcommand, for the message
+ * @opt: option name without "--"
+ * @arg: the text
+ * @min: smallest value accepted
+ * @max: largest value accepted
+ * @out: receives it; unchanged on failure
+ *
+ * Return: 0, or -EINVAL with the reason printed.
+ */
+int ctl_arg_int(const char *cmd, const char *opt, const char *arg, long min, long max,
+		long *out)
+{
+	char who[64];
+
+	if (!tool_parse_int(arg, min, max, out))
+		return 0;
+	ctl_fmt(who, sizeof(who), "hkvctl %s", cmd);
+	tool_err(who, "bad --%s '%s': a whole number from %ld to %ld", opt, arg, min, max);
+	return -EINVAL;
+}
+
+/**
+ * ctl_no_operands() - after the options: nothing else may follow
+ * @cmd: subcommand, for the message
+ * @argc: argument count
+ * @argv: arguments (getopt's optind is the first left)
+ *
+ * Return: 0, or -EINVAL with the first stray argument named.
+ */
+int ctl_no_operands(const char *cmd, int argc, char **argv)
+{
+	char who[64];
+
+	if (optind >= argc)
+		return 0;
+	ctl_fmt(who, sizeof(who), "hkvctl %s", cmd);
+	tool_err(who, "unexpected argument '%s'", argv[optind]);
+	return -EINVAL;
 }
 
 /* how many units of @unit (> 0) hold @bytes, without the overflow of

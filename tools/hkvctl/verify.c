@@ -191,13 +191,13 @@ static int verify_args(int argc, char **argv, struct verify *v)
 	while ((c = getopt_long(argc, argv, "p:n:P:m:ajh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (tool_parse_int(optarg, 1, 1L << 30, &x))
-				goto bad;
+			if (ctl_arg_int("verify", "pid", optarg, 1, 1L << 30, &x))
+				return -EINVAL;
 			v->pid = (int)x;
 			break;
 		case 'n':
-			if (tool_parse_int(optarg, 0, MAPS_MAX_NODES - 1, &x))
-				goto bad;
+			if (ctl_arg_int("verify", "node", optarg, 0, MAPS_MAX_NODES - 1, &x))
+				return -EINVAL;
 			v->node = (int)x;
 			break;
 		case 'P':
@@ -214,19 +214,13 @@ static int verify_args(int argc, char **argv, struct verify *v)
 		default: verify_usage(stderr); return -EINVAL;
 		}
 	}
-	if (optind < argc) {
-		ctl_err("verify", "unexpected argument '%s'", argv[optind]);
+	if (ctl_no_operands("verify", argc, argv))
 		return -EINVAL;
-	}
 	if (!v->pid) {
 		ctl_err("verify", "--pid is required");
 		return -EINVAL;
 	}
 	return 0;
-bad:
-	ctl_err("verify", "bad value '%s' for --%s", optarg,
-		c == 'p' ? "pid" : "node");
-	return -EINVAL;
 }
 
 static int verify_report(const struct verify *v, const struct maps *ms)
