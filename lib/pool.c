@@ -41,8 +41,12 @@ static void lanes_destroy(struct hkv_pool *pool)
 {
 	unsigned i;
 
-	for (i = 0; i < pool->nlanes; i++)
-		lane_fini(&pool->lanes[i]);
+	for (i = 0; i < pool->nlanes; i++) {
+		if (pool_forked(pool))	/* a fork() child may see the lock held */
+			xi_fini(&pool->lanes[i].xi);
+		else
+			lane_fini(&pool->lanes[i]);
+	}
 	free(pool->lanes);
 }
 

@@ -124,12 +124,13 @@ static void test_fork(void **state)
 	assert_int_equal(hkv_unit_add(f.idx, 1, &e, 1), 0);
 	f.page0 = hkv_page_ptr(f.mem, 0);
 	memset(f.page0, 1, 64 * 4096);
-	/* locks held at fork time, as another thread might hold them */
-	lane_lock(&f.mem->lanes[0]);
+	/* locks held at fork time, as another thread might hold them (in the
+	 * library's order: residency, then lanes) */
 	pthread_mutex_lock(&f.mem->res->lock);
+	lane_lock(&f.mem->lanes[0]);
 	tm_run_in_child(child, &f);
-	pthread_mutex_unlock(&f.mem->res->lock);
 	lane_unlock(&f.mem->lanes[0]);
+	pthread_mutex_unlock(&f.mem->res->lock);
 	/* the parent's pools are untouched and work */
 	assert_int_equal(hkv_alloc(f.mem, 4, 1, 0, &e, 1), 1);
 	memset(hkv_page_ptr(f.mem, e.start), 2, 4 * 4096);
