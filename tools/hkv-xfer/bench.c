@@ -112,7 +112,7 @@ static double jnum(const char *json, const char *key)
 static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *ops,
 		    double *p50, double *p99, double *mean_op)
 {
-	char listen[80], conn[80], out[4096] = "", line[256];
+	char listen[80], conn[80], out[4096] = "", line[256], last[256] = "";
 	char *srv[] = { (char *)c->self, "serve", "--json", "--listen", listen, "--verify", "full",
 			"--pages", (char *)c->pages, "--page-bytes", (char *)c->page_bytes,
 			"--occupancy", (char *)c->occ, "--xfer-pages", (char *)c->xp,
@@ -136,11 +136,13 @@ static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *o
 	close(so[1]);
 	close(se[1]);
 	f = fdopen(se[0], "r");
-	while (f && fgets(line, sizeof(line), f))
+	while (f && fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "listening on port %u", &port) == 1)
 			break;
+		snprintf(last, sizeof(last), "%s", line);
+	}
 	if (!port) {
-		fprintf(stderr, "hkv-xfer bench: the server did not start\n");
+		fprintf(stderr, "hkv-xfer bench: the server did not start: %s", last[0] ? last : "\n");
 		kill(sp, SIGKILL);
 		wait_rc(sp);
 		return -1;
