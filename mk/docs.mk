@@ -54,3 +54,32 @@ check-docs: $(DOCS_EXAMPLE)
 	fi
 
 CHECK_EXTRA	+= check-docs
+
+# Manual pages into $(BUILD)/man: the hand-written ones of man/
+# with the Makefile's VERSION filled in, and for the tools whose --help is
+# the reference one made by Debian's help2man from --help, with each
+# subcommand's --help as a SUBCOMMANDS section, so they cannot drift.
+
+HELP2MAN	?= help2man
+MAN_WRITTEN	:= $(patsubst man/%.1,$(BUILD)/man/%.1,$(wildcard man/*.1))
+
+$(BUILD)/man/%.1: man/%.1 Makefile
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)sed 's/@VERSION@/$(VERSION)/g' $< > $@
+
+# the subcommands a tool's --help lists: lines "  name   what it does"
+man_subcommands = $$($(1) --help 2>&1 | awk '/^  [a-z][a-z-]+  / {print $$1}')
+
+# $(call man_from_help,TOOL PATH,ONE LINE): the recipe of a generated page
+define man_from_help
+	$(Q)mkdir -p $(@D)
+	$(call msg,HELP2MAN,$@)
+	$(Q){ echo '[SUBCOMMANDS]'; for s in $(call man_subcommands,$(1)); do \
+		echo ".SS $$s"; echo ".nf"; \
+		$(1) $$s --help 2>&1 | sed -e 's/\\/\\e/g' -e "s/^[.']/\\\\\\&&/"; \
+		echo ".fi"; done; } > $@.h2m
+	$(Q)$(HELP2MAN) --no-info --no-discard-stderr --name=$(2) \
+		--version-string='$(VERSION)' --include=$@.h2m --output=$@.tmp $(1)
+	$(Q)rm -f $@.h2m && mv $@.tmp $@
+endef

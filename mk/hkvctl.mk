@@ -14,26 +14,21 @@ $(OPS_HOLDER): tests/ops/pool-holder.c $(BUILD)/libhugekv.so | $(BUILD)/tests
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $< -L$(BUILD) -lhugekv \
 		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(LIBS) -o $@
 
-# manual pages: hand-written ones in man/, and for the tools whose --help
-# is the reference (hkv-bench with each subcommand, hkv-trace) generated
-# from it, so they cannot drift; a hand-written page in man/ wins
+# manual pages (mk/docs.mk): hkv-bench's is made from its --help; the
+# others are written by hand in man/ (a hand-written page wins)
 GEN_MAN_hkv-bench := "benchmarks of the hugekv allocator"
 GEN_MAN_hkv-trace := "live eBPF tracing of the hugekv USDT probes"
 GEN_MANS	:= $(foreach t,hkv-bench hkv-trace,$(if $(wildcard man/$(t).1),,$(if \
 			$(filter $(t),$(TOOLS)),$(BUILD)/man/$(t).1)))
 
-$(BUILD)/man/%.1: $(BUILD)/% man/help2man.sh
-	$(Q)mkdir -p $(@D)
-	$(call msg,GEN,$@)
-	$(Q)man/help2man.sh $< $* $(GEN_MAN_$*) \
-		$$($< --help | awk '/^  [a-z]+  / && $$1 != "usage:" {print $$1}' | \
-		   grep -vx -e live -e hist -e events -e probes) > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/hkv-bench.1: $(BUILD)/hkv-bench
+	$(call man_from_help,$<,$(GEN_MAN_hkv-bench))
 
 .PHONY: check-ops install-man
 # hkvctl and the scripts against this machine (root-only parts say when
 # they are skipped)
 check-ops: $(BUILD)/hkvctl $(OPS_HOLDER) $(if $(filter hkv-bench,$(TOOLS)),$(BUILD)/hkv-bench) \
-	   $(GEN_MANS)
+	   $(GEN_MANS) $(MAN_WRITTEN)
 	$(Q)tests/ops/run --build $(BUILD)
 
 CHECK_EXTRA	+= check-ops
@@ -43,6 +38,6 @@ install:: install-man
 	install -m 0755 scripts/numa-tune $(DESTDIR)$(BINDIR)/hkv-numa-tune
 	install -m 0755 scripts/hugepages-setup $(DESTDIR)$(BINDIR)/hkv-hugepages-setup
 
-install-man: $(GEN_MANS)
+install-man: $(GEN_MANS) $(MAN_WRITTEN)
 	install -d $(DESTDIR)$(MANDIR)/man1
-	install -m 0644 $(wildcard man/*.1) $(GEN_MANS) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN_WRITTEN) $(GEN_MANS) $(DESTDIR)$(MANDIR)/man1/
