@@ -4,8 +4,11 @@
  * fatal), the log callback, and that the overrides reach a pool.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "internal.h"
@@ -31,6 +34,51 @@ static void clear_env(void)
 	unsetenv("HUGEKV_PREFAULT_THREADS");
 	unsetenv("HUGEKV_STRICT");
 	unsetenv("HUGEKV_LOG");
+}
+
+/* a log callback that creates a pool: it runs while the first parse of
+ * the environment reports a bad value */
+static int reentered;
+
+static void create_from_callback(void *ctx, int level, const char *msg)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 8, .numa_node = -1 };
+	struct hkv_pool *p;
+
+	(void)ctx;
+	(void)level;
+	(void)msg;
+	if (reentered++)
+		return;
+	if (!hkv_pool_create(&o, &p))
+		hkv_pool_destroy(p);
+}
+
+/* first of the suite: the process has not parsed HUGEKV_* yet; in a child,
+ * so that parse is the child's own, with an alarm against a deadlock */
+static void test_callback_during_first_parse(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 8, .numa_node = -1 };
+		struct hkv_pool *p;
+
+		alarm(10);
+		setenv("HUGEKV_BACKING", "bogus", 1);
+		hkv_set_log_fn(create_from_callback, NULL);
+		if (hkv_pool_create(&o, &p))
+			_exit(2);
+		hkv_pool_destroy(p);
+		_exit(reentered ? 0 : 3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));		/* not killed by the alarm */
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_parsers(void **state)
@@ -159,6 +207,7 @@ static void test_log_levels(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_callback_during_first_parse),
 		cmocka_unit_test(test_parsers),
 		cmocka_unit_test(test_good_values),
 		cmocka_unit_test(test_bad_values_reported_and_ignored),
