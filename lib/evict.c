@@ -23,139 +23,6 @@
 #include "res.h"
 #include "trace.h"
 
-/* the evict callbacks this thread is running, innermost first */
-struct cb_frame {
-	const struct hkv_pool *pool;
-	struct cb_frame *prev;
-};
-static __thread struct cb_frame *cb_top;
-
-/**
- * res_in_callback() - is this thread running @pool's evict callback?
- * @pool: the pool
- *
- * Return: true inside the callback (at any depth of nested callbacks).
- */
-bool res_in_callback(const struct hkv_pool *pool)
-{
-	for (const struct cb_frame *f = cb_top; f; f = f->prev)
-		if (f->pool == pool)
-			return true;
-	return false;
-}
-
-/**
- * res_lock() - take a pool's residency lock
- * @pool: the pool
- *
- * Return: 0, -EDEADLK from inside this pool's evict callback (the lock is
- * held by this thread), or -ECHILD for a pool inherited through fork().
- */
-int res_lock(struct hkv_pool *pool)
-{
-	if (pool_forked(pool))
-		return -ECHILD;
-	if (res_in_callback(pool))
-		return -EDEADLK;
-	log_hold();
-	pthread_mutex_lock(&pool->res->lock);
-	return 0;
-}
-
-/**
- * res_unlock() - release the residency lock, then deliver held messages
- * @pool: the pool
- */
-void res_unlock(struct hkv_pool *pool)
-{
-	pthread_mutex_unlock(&pool->res->lock);
-	log_release();
-}
-
-/**
- * res_evictable() - count a unit in (or out of) its home lane's evictable pages
- * @r: residency state (locked)
- * @u: an unpinned unit (or one whose pin count just left or reached 0)
- * @add: true to count it in
- */
-void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add)
-{
-	if (add)
-		r->evictable[u->home] += u->home_pages;
-	else
-		r->evictable[u->home] -= u->home_pages;
-}
-
-/**
- * res_create() - set up the residency state of a new pool (pool->res)
- * @pool: the pool, lanes already created
- *
- * Return: 0 or -ENOMEM.
- */
-int res_create(struct hkv_pool *pool)
-{
-	struct hkv_res *r = calloc(1, sizeof(*r));
-	unsigned w = pool->opts.evict_window;
-
-	if (!r)
-		return -ENOMEM;
-	r->nbuckets = 64;
-	r->bucket = calloc(r->nbuckets, sizeof(*r->bucket));
-	r->lru = calloc(pool->nlanes, sizeof(*r->lru));
-	r->cursor = calloc(pool->nlanes, sizeof(*r->cursor));
-	r->window = w ? w : RES_DEF_WINDOW;
-	r->cand = calloc(r->window, sizeof(*r->cand));
-	r->evictable = calloc(pool->nlanes, sizeof(*r->evictable));
-	if (!r->bucket || !r->lru || !r->cursor || !r->cand || !r->evictable)
-		goto free_arrays;
-	if (pthread_mutex_init(&r->lock, NULL))
-		goto free_arrays;
-	pool->res = r;
-	return 0;
-
-free_arrays:
-	free(r->evictable);
-	free(r->cand);
-	free(r->cursor);
-	free(r->lru);
-	free(r->bucket);
-	free(r);
-	return -ENOMEM;
-}
-
-/**
- * res_destroy() - forget every unit (the pool is going away)
- * @pool: the pool; pool->res may be NULL
- */
-void res_destroy(struct hkv_pool *pool)
-{
-	struct hkv_res *r = pool->res;
-
-	if (!r)
-		return;
-	for (uint64_t i = 0; i < r->nbuckets; i++) {
-		struct res_unit *u = r->bucket[i], *next;
-
-		for (; u; u = next) {
-			next = u->hnext;
-			free(u);
-		}
-	}
-	for (struct res_unit *u = r->parked, *next; u; u = next) {
-		next = u->hnext;
-		free(u);
-	}
-	if (!pool_forked(pool))		/* a fork() child may see it held */
-		pthread_mutex_destroy(&r->lock);
-	free(r->evictable);
-	free(r->cand);
-	free(r->cursor);
-	free(r->lru);
-	free(r->bucket);
-	free(r);
-	pool->res = NULL;
-}
-
 static struct res_unit *skip_pinned(struct res_unit *u)
 {
 	while (u && u->pins)
@@ -264,19 +131,19 @@ static struct res_unit *pick_victim(struct hkv_pool *pool, struct hkv_res *r, un
 }
 
 /**
- * res_reserve() - make the free of a unit's pages infallible (for now)
+ * evict_reserve() - make the free of a unit's pages infallible (for now)
  * @pool: the pool (residency lock held)
  * @u: the unit
  *
  * Return: 0, or -ENOMEM when a lane's free-extent index cannot grow.
  */
-int res_reserve(struct hkv_pool *pool, const struct res_unit *u)
+int evict_reserve(struct hkv_pool *pool, const struct res_unit *u)
 {
 	unsigned lo, hi, li;
 	uint64_t pieces = 0;	/* may pass 2^32 with small chunks: then -ENOMEM */
 	int err = 0;
 
-	res_lane_span(pool, u->ext, u->n, &lo, &hi);
+	unit_lane_span(pool, u->ext, u->n, &lo, &hi);
 	for (unsigned i = 0; i < u->n; i++)
 		for_each_piece(pool, &u->ext[i], p, len, li)
 			pieces += li < pool->nlanes;
@@ -302,7 +169,7 @@ static uint64_t unpark(struct hkv_pool *pool, struct hkv_res *r)
 	uint64_t freed = 0;
 
 	while ((u = *pp)) {
-		if (res_free_pages(pool, u)) {
+		if (unit_free_pages(pool, u)) {
 			pp = &u->hnext;
 			continue;
 		}
@@ -321,24 +188,24 @@ static uint64_t unpark(struct hkv_pool *pool, struct hkv_res *r)
 static int64_t evict_unit(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u,
 			  int reason)
 {
-	struct cb_frame frame = { .pool = pool, .prev = cb_top };
+	struct res_cb_frame frame;
 	uint64_t npages;
 
-	if (res_reserve(pool, u)) {
+	if (evict_reserve(pool, u)) {
 		hkv_log(HKV_LOG_ERR, "evict: unit %llu stays: no memory to free its %llu pages",
 			(unsigned long long)u->id, (unsigned long long)u->npages);
 		r->evict_failures++;
 		return -ENOMEM;
 	}
 	res_evictable(r, u, false);
-	res_hash_remove(r, u);
-	res_lru_unlink(r, u);
+	unit_hash_remove(r, u);
+	unit_lru_unlink(r, u);
 	if (r->fn) {
-		cb_top = &frame;
+		res_cb_enter(&frame, pool);
 		r->fn(r->ctx, u->id, u->ext, u->n);
-		cb_top = frame.prev;
+		res_cb_leave(&frame);
 	}
-	if (res_free_pages(pool, u)) {
+	if (unit_free_pages(pool, u)) {
 		/* the room was used up meanwhile: park it, pages still marked */
 		hkv_log(HKV_LOG_ERR, "evict: unit %llu: no memory to free %llu pages yet; "
 			"freed by the next eviction", (unsigned long long)u->id,
@@ -355,7 +222,7 @@ static int64_t evict_unit(struct hkv_pool *pool, struct hkv_res *r, struct res_u
 }
 
 /**
- * res_evict_run() - one planned eviction run (residency lock held)
+ * evict_run() - one planned eviction run (residency lock held)
  * @pool: the pool
  * @lane: the lane to free pages in, or HKV_LANE_ANY for the pool
  * @target: free pages to reach
@@ -368,7 +235,7 @@ static int64_t evict_unit(struct hkv_pool *pool, struct hkv_res *r, struct res_u
  *
  * Return: pages freed.
  */
-uint64_t res_evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
+uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
 		       uint64_t contig, int reason)
 {
 	struct hkv_res *r = pool->res;
@@ -410,7 +277,7 @@ HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
 		return err;
 	freed = unpark(pool, pool->res);
 	if (pool_free_pages(pool) < target_free)
-		freed += res_evict_run(pool, HKV_LANE_ANY, target_free, 0, HKV_EVICT_EXPLICIT);
+		freed += evict_run(pool, HKV_LANE_ANY, target_free, 0, HKV_EVICT_EXPLICIT);
 	res_unlock(pool);
 	return (int64_t)freed;
 }
@@ -428,36 +295,4 @@ HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
 	pool->res->fn = fn;
 	pool->res->ctx = ctx;
 	res_unlock(pool);
-}
-
-#define RES_FITS(st, field) \
-	((st)->sz >= offsetof(struct hkv_stats, field) + sizeof((st)->field))
-
-/**
- * res_stats() - fill the residency fields of a stats snapshot
- * @pool: the pool
- * @st: the snapshot (@st->sz decides whether the fields exist)
- *
- * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
- */
-int res_stats(struct hkv_pool *pool, struct hkv_stats *st)
-{
-	struct hkv_res *r = pool->res;
-	int err;
-
-	if (!r || !RES_FITS(st, evict_failures))
-		return 0;
-	err = res_lock(pool);
-	if (err)
-		return err;
-	st->units = r->nunits;
-	st->unit_pages = r->unit_pages;
-	st->pinned_units = r->pinned_units;
-	st->pinned_pages = r->pinned_pages;
-	st->evictions = r->evictions;
-	st->evicted_pages = r->evicted_pages;
-	st->eviction_runs = r->eviction_runs;
-	st->evict_failures = r->evict_failures;
-	res_unlock(pool);
-	return 0;
 }

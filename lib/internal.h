@@ -1,6 +1,25 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * internal.h - table of contents of the library, grouped by file.
+ * internal.h - table of contents of the library, one section per file, in
+ * layer order: each file calls only into the files above it.
+ *
+ *   os.c            every system call, behind a replaceable table
+ *   log.c, env.c    messages; HUGEKV_* variables
+ *   numa.c          topology, hugepage pools, THP mode, memlock
+ *   cgroup.c        the hugetlb cgroup's fault-time limit
+ *   opts.c          the one option check (create and plan)
+ *   plan_seg.c      page sizes; the parts of one node segment
+ *   plan.c          the arena's layout: segments per node (hkv_pool_plan())
+ *   arena.c         the memory: map, bind, prefault.c, arena_verify.c
+ *   meta.c          large bookkeeping arrays
+ *   extent.c        free-extent index of one lane (extent_tree.c, extent_check.c)
+ *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
+ *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
+ *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
+ *   compat.c        the legacy free-slot view
+ *   res.c, unit.c, evict.c, room.c, unit_check.c (res.h)   residency
+ *   stats.c, stats_print.c   snapshots, checks, printing (leaves)
+ *   trace.c, trace.h          probe semaphores (a leaf)
  *
  * Everything here has hidden visibility (-fvisibility=hidden); only the
  * HKV_API declarations of include/hugekv.h are exported (lib/libhugekv.map).
@@ -34,6 +53,43 @@
 #define HKV_OPTS_SZ0	(offsetof(struct hkv_pool_opts, free_room_high) + sizeof(double))
 #define HKV_STATS_SZ0	(offsetof(struct hkv_stats, largest_free_extent) + sizeof(uint64_t))
 
+/* ---- os.c: every system call of the library, behind a replaceable table */
+#include <sched.h>
+#include <sys/types.h>
+struct rlimit;
+/* every entry returns 0 (or a count, descriptor, size) or -errno */
+struct os_ops {
+	int (*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off,
+		    void **out);
+	int (*munmap)(void *addr, size_t len);
+	int (*madvise)(void *addr, size_t len, int advice);
+	int (*mbind)(void *addr, unsigned long len, int mode,
+		     const unsigned long *nodemask, unsigned long maxnode, unsigned flags);
+	long (*move_pages)(int pid, unsigned long count, void **pages, const int *nodes,
+			   int *status, int flags);	/* pages not moved */
+	int (*open)(const char *path, int flags);	/* a descriptor */
+	ssize_t (*read)(int fd, void *buf, size_t len);	/* bytes */
+	int (*close)(int fd);
+	int (*thread_create)(pthread_t *t, void *(*fn)(void *), void *arg);
+	int (*thread_join)(pthread_t t);
+	int (*set_affinity)(const cpu_set_t *set);	/* calling thread */
+	int (*getrlimit)(int resource, struct rlimit *rl);
+	/* libnuma topology */
+	int (*numa_available)(void);			/* -ENOSYS: no NUMA support */
+	int (*numa_max_node)(void);			/* highest node number */
+	long long (*node_size)(int node);		/* bytes, -ENOENT: no such node */
+	int (*node_cpus)(int node, cpu_set_t *set);
+	uint64_t (*now_ns)(void);			/* CLOCK_MONOTONIC */
+};
+extern const struct os_ops os_default_ops;
+extern const struct os_ops *os;		/* what the library calls */
+/* replace the table (tests); NULL restores the default */
+void os_set_ops(const struct os_ops *ops);
+/* read a small file (sysfs/procfs) into buf, NUL-terminated; bytes or -errno */
+ssize_t os_read_file(const char *path, char *buf, size_t len);
+/* read an unsigned decimal from a file; 0 or -errno */
+int os_read_u64(const char *path, uint64_t *out);
+
 /* ---- log.c: messages to the log callback or stderr ---------------------- */
 enum { HKV_LOG_ERR, HKV_LOG_WARN, HKV_LOG_INFO, HKV_LOG_DEBUG };
 void hkv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -60,11 +116,130 @@ void env_reload(void);	/* tests only: parse the environment again */
 int env_parse_backing(const char *s, int *out);
 int env_parse_uint(const char *s, unsigned long max, unsigned long *out);
 
+/* ---- numa.c: topology, hugepage pools, THP mode, memlock -------------- */
+#define HKV_MAX_NODES	HKV_PLAN_NODES
+#define HKV_PGSZ_4K	(4096ull)
+#define HKV_PGSZ_2M	(2ull << 20)
+#define HKV_PGSZ_1G	(1ull << 30)
+
+struct topo_pool {		/* one hugepage size on one node (or global) */
+	bool present;		/* the kernel offers this size */
+	uint64_t total, free, resv;	/* resv: global only */
+};
+
+struct topo_node {
+	int node;
+	unsigned ncpus;
+	cpu_set_t cpus;
+	struct topo_pool huge_2m, huge_1g;
+};
+
+struct topo {
+	bool numa;		/* kernel has NUMA support (mbind works) */
+	unsigned nnodes;	/* nodes with memory (at most HKV_MAX_NODES) */
+	struct topo_node node[HKV_MAX_NODES];
+	struct topo_pool glob_2m, glob_1g;	/* /sys/kernel/mm/hugepages */
+	char thp_mode[16];	/* "" = no THP */
+	uint64_t memlock;	/* RLIMIT_MEMLOCK soft, UINT64_MAX = unlimited */
+};
+
+/* libnuma calls are serialized (its CPU-mask cache is not thread-safe) */
+int topo_read(struct topo *t);
+void numa_fork_child(void);	/* fork.c: the child's libnuma lock starts free */
+/* the entry of node n, or NULL */
+const struct topo_node *topo_find(const struct topo *t, int n);
+const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz);
+const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz);
+
+/* ---- cgroup.c: the hugetlb cgroup's fault-time limit ------------------- */
+/* bytes of pgsz hugepages the process may still fault in (UINT64_MAX: no limit) */
+uint64_t cgroup_hugetlb_room(uint64_t pgsz);
+
 /* ---- opts.c: the one option check (create and plan) ------------------- */
 #define HKV_MAX_LANES		65536	/* more is -E2BIG */
 #define HKV_MAX_EVICT_WINDOW	1024
 /* the caller's options checked, defaults and HUGEKV_* applied; 0 or -errno */
 int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
+
+/* ---- plan_seg.c: page sizes, and the parts of one node segment -------- */
+#define HKV_SEG_PARTS	4	/* one part per page size at most */
+#define HKV_ARENA_SEGS	HKV_PLAN_PARTS
+
+struct seg_req {
+	const struct hkv_pool_opts *o;	/* effective */
+	const struct topo *t;
+	const struct topo_node *n;	/* the segment's node */
+	uint64_t raw;			/* bytes the segment must hold */
+	uint64_t cap;			/* largest alignment allowed, 0 = any */
+	bool exact;			/* inner segment: fill raw, never round up */
+	bool plentiful;			/* every size offered and free ("wanted") */
+	uint64_t *planned;		/* hugepages per backing taken so far */
+};
+int plan_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned *nparts,
+		 int *why);
+
+/* ---- plan.c: segments per node and the backing each gets --------------- */
+uint64_t backing_pgsz(int backing);
+
+/* fill plan from effective opts and a topology; 0 or -ENOMEM (strict short)
+ * or -EINVAL (bad node) */
+int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p);
+uint64_t plan_granule(const struct hkv_plan *p);	/* the arena's alignment */
+uint64_t backing_align(int backing);	/* THP: 2 MiB, else the page size */
+/* next backing to try after b under the policy of o, or -1 */
+int plan_next_backing(const struct hkv_pool_opts *o, int b);
+
+/* ---- arena.c, prefault.c, arena_verify.c: the memory behind a pool ------
+ * A segment is one part of a plan: one page size on one node. */
+struct arena_seg {
+	char *base;
+	uint64_t bytes, first_page, npages;
+	int node, verified_node;	/* verified: -1 mixed/unknown */
+	const struct topo_node *tn;	/* CPUs for prefault (NULL: any) */
+	int backing, wanted;
+	uint64_t pgsz, wanted_pgsz;
+	unsigned flags, fallbacks, threads;
+	int why;			/* -errno of the first fallback */
+	uint64_t prefault_ns, misplaced;
+	uint64_t t0;			/* its mapping began (probes' ns) */
+};
+
+struct hkv_arena {
+	uint64_t pool_id;
+	char *base;			/* reserved range, aligned */
+	uint64_t bytes, kv_bytes;
+	struct hkv_pool_opts opts;	/* effective */
+	struct topo topo;
+	unsigned nseg, fallbacks;
+	uint64_t prefault_ns;
+	uint64_t t0;			/* creation started (probes' ns) */
+	struct arena_seg seg[HKV_ARENA_SEGS];	/* one per plan part */
+};
+
+/* prefault n mapped segments at once, each with threads pinned to its node;
+ * errs[i] receives segment i's result; returns 0 or -ENOMEM (bookkeeping) */
+int arena_prefault(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs);
+/* move_pages placement and smaps page size; 0, or -EIO (strict mismatch) */
+int arena_verify(struct hkv_arena *a, struct arena_seg *s);
+/* smallest KernelPageSize of the VMAs over [addr, addr+len), bytes or -errno */
+long long smaps_page_size(const void *addr, uint64_t len);
+
+/*
+ * pool.c calls arena_create() for page_bytes > 0 after it has set pool->id,
+ * ->opts (effective: defaults and HUGEKV_* applied, flags included),
+ * ->npages, ->page_bytes and ->chunk_pages, and before the lanes exist. On
+ * success the arena sets pool->base (first byte of page 0, one contiguous
+ * virtual range for all pages) and *out; on failure it has given back
+ * everything and returns -errno. hkv_page_ptr() is base + page * page_bytes.
+ */
+int arena_create(struct hkv_pool *pool, struct hkv_arena **out);
+void arena_destroy(struct hkv_arena *a);
+int arena_regions(const struct hkv_arena *a, struct hkv_region *r, unsigned max);
+void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
+
+/* ---- meta.c: large bookkeeping arrays, on transparent huge pages ----- */
+void *meta_alloc(size_t bytes);		/* zeroed */
+void meta_free(void *p, size_t bytes);
 
 /* ---- extent.c: free-extent index of one lane ----------------------------
  *
@@ -272,10 +447,6 @@ uint64_t xi_usable(const struct xindex *x, uint64_t r);
 uint64_t xi_free_ids(const struct xindex *x, uint64_t *out);
 size_t xi_metadata_bytes(const struct xindex *x);
 
-/* ---- meta.c: large bookkeeping arrays, on transparent huge pages ----- */
-void *meta_alloc(size_t bytes);		/* zeroed */
-void meta_free(void *p, size_t bytes);
-
 /* ---- extent_tree.c: treap of free extents longer than nexact ----------- */
 void tree_insert(struct xindex *x, uint32_t id);
 void tree_remove(struct xindex *x, uint32_t id);
@@ -331,16 +502,11 @@ unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint6
 /* lock or unlock lanes lo..hi, in ascending order (the lock order) */
 void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi);
 void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi);
-/* HKV_LANE_ANY: a lane with one extent of n pages, else the emptiest, else
- * several lanes (lane_alloc_spread) */
-int lane_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
-		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out);
-/* multi.c: n pages from several lanes, fewest extents, all or nothing
- * (every lane locked); extents lane by lane. -ENOMEM, -ENOSPC */
-int lane_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_extent *ext,
-		      unsigned max_ext);
 
-/* ---- pool.c: pool life cycle, option checks, alloc/free entry points --- */
+/* ---- frag.c: fragmentation of a lane, the rate-limited frag probe ------- */
+uint64_t frag_ufi_permille(const struct xindex *x, uint64_t r);
+
+/* ---- pool.c: pool life cycle, single-lane entry points, accessors ------ */
 struct hkv_arena;
 struct hkv_res;
 
@@ -352,7 +518,7 @@ struct hkv_pool {
 	struct lane *lanes;
 	struct hkv_arena *arena;	/* NULL for index-only pools */
 	char *base;			/* first byte of page 0, or NULL */
-	struct hkv_res *res;		/* residency (evict.c) */
+	struct hkv_res *res;		/* residency (res.c) */
 	uint64_t fork_gen;		/* fork_gen when created (fork.c) */
 	/* free_slots cache (compat.c) */
 	pthread_mutex_t slots_lock;
@@ -384,182 +550,40 @@ static inline bool pool_forked(const struct hkv_pool *pool)
 	return unlikely(pool->fork_gen != HKV_LOAD(&fork_gen));
 }
 
-/* ---- frag.c: fragmentation of a lane, the rate-limited frag probe ------- */
-uint64_t frag_ufi_permille(const struct xindex *x, uint64_t r);
+/* ---- multi.c: calls that span lanes, all or nothing --------------------- */
+/* HKV_LANE_ANY: a lane with one extent of n pages, else the emptiest, else
+ * several lanes (fewest extents, all locked); *lane_out is the lane, or
+ * HKV_LANE_ANY for an answer from several. Extents, -ENOMEM or -ENOSPC */
+int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
+		    struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out);
 
 /* ---- compat.c: hkv_free_slots ------------------------------------------ */
 void compat_fini(struct hkv_pool *pool);
 
-/* ---- arena.c: the memory behind a pool (os.c makes the system calls) ---
- * pool.c calls arena_create() for page_bytes > 0 after it has set pool->id,
- * ->opts (effective: defaults and HUGEKV_* applied, flags included),
- * ->npages, ->page_bytes and ->chunk_pages, and before the lanes exist. On
- * success the arena sets pool->base (first byte of page 0, one contiguous
- * virtual range for all pages) and *out; on failure it has given back
- * everything and returns -errno. hkv_page_ptr() is base + page * page_bytes.
- */
-int arena_create(struct hkv_pool *pool, struct hkv_arena **out);
-void arena_destroy(struct hkv_arena *a);
-int arena_regions(const struct hkv_arena *a, struct hkv_region *r, unsigned max);
-void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
-
-/* ---- os.c: every system call of the library, behind a replaceable table */
-#include <sched.h>
-#include <sys/types.h>
-struct rlimit;
-/* every entry returns 0 (or a count, descriptor, size) or -errno */
-struct os_ops {
-	int (*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off,
-		    void **out);
-	int (*munmap)(void *addr, size_t len);
-	int (*madvise)(void *addr, size_t len, int advice);
-	int (*mbind)(void *addr, unsigned long len, int mode,
-		     const unsigned long *nodemask, unsigned long maxnode, unsigned flags);
-	long (*move_pages)(int pid, unsigned long count, void **pages, const int *nodes,
-			   int *status, int flags);	/* pages not moved */
-	int (*open)(const char *path, int flags);	/* a descriptor */
-	ssize_t (*read)(int fd, void *buf, size_t len);	/* bytes */
-	int (*close)(int fd);
-	int (*thread_create)(pthread_t *t, void *(*fn)(void *), void *arg);
-	int (*thread_join)(pthread_t t);
-	int (*set_affinity)(const cpu_set_t *set);	/* calling thread */
-	int (*getrlimit)(int resource, struct rlimit *rl);
-	/* libnuma topology */
-	int (*numa_available)(void);			/* -ENOSYS: no NUMA support */
-	int (*numa_max_node)(void);			/* highest node number */
-	long long (*node_size)(int node);		/* bytes, -ENOENT: no such node */
-	int (*node_cpus)(int node, cpu_set_t *set);
-	uint64_t (*now_ns)(void);			/* CLOCK_MONOTONIC */
-};
-extern const struct os_ops os_default_ops;
-extern const struct os_ops *os;		/* what the library calls */
-/* replace the table (tests); NULL restores the default */
-void os_set_ops(const struct os_ops *ops);
-/* read a small file (sysfs/procfs) into buf, NUL-terminated; bytes or -errno */
-ssize_t os_read_file(const char *path, char *buf, size_t len);
-/* read an unsigned decimal from a file; 0 or -errno */
-int os_read_u64(const char *path, uint64_t *out);
-
-/* ---- numa.c: topology, hugepage pools, THP mode, memlock -------------- */
-#define HKV_MAX_NODES	HKV_PLAN_NODES
-#define HKV_PGSZ_4K	(4096ull)
-#define HKV_PGSZ_2M	(2ull << 20)
-#define HKV_PGSZ_1G	(1ull << 30)
-
-struct topo_pool {		/* one hugepage size on one node (or global) */
-	bool present;		/* the kernel offers this size */
-	uint64_t total, free, resv;	/* resv: global only */
-};
-
-struct topo_node {
-	int node;
-	unsigned ncpus;
-	cpu_set_t cpus;
-	struct topo_pool huge_2m, huge_1g;
-};
-
-struct topo {
-	bool numa;		/* kernel has NUMA support (mbind works) */
-	unsigned nnodes;	/* nodes with memory (at most HKV_MAX_NODES) */
-	struct topo_node node[HKV_MAX_NODES];
-	struct topo_pool glob_2m, glob_1g;	/* /sys/kernel/mm/hugepages */
-	char thp_mode[16];	/* "" = no THP */
-	uint64_t memlock;	/* RLIMIT_MEMLOCK soft, UINT64_MAX = unlimited */
-};
-
-/* libnuma calls are serialized (its CPU-mask cache is not thread-safe) */
-int topo_read(struct topo *t);
-void numa_fork_child(void);	/* fork.c: the child's libnuma lock starts free */
-/* the entry of node n, or NULL */
-const struct topo_node *topo_find(const struct topo *t, int n);
-const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz);
-const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz);
-
-/* ---- cgroup.c: the hugetlb cgroup's fault-time limit ------------------- */
-/* bytes of pgsz hugepages the process may still fault in (UINT64_MAX: no limit) */
-uint64_t cgroup_hugetlb_room(uint64_t pgsz);
-
-/* ---- plan.c: segments per node and the backing each gets --------------- */
-uint64_t backing_pgsz(int backing);
-
-/* fill plan from effective opts and a topology; 0 or -ENOMEM (strict short)
- * or -EINVAL (bad node) */
-int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_plan *p);
-uint64_t plan_granule(const struct hkv_plan *p);	/* the arena's alignment */
-uint64_t backing_align(int backing);	/* THP: 2 MiB, else the page size */
-/* next backing to try after b under the policy of o, or -1 */
-int plan_next_backing(const struct hkv_pool_opts *o, int b);
-
-/* ---- plan_seg.c: the page sizes of one node segment ------------------- */
-#define HKV_SEG_PARTS	4	/* one part per page size at most */
-#define HKV_ARENA_SEGS	HKV_PLAN_PARTS
-
-struct seg_req {
-	const struct hkv_pool_opts *o;	/* effective */
-	const struct topo *t;
-	const struct topo_node *n;	/* the segment's node */
-	uint64_t raw;			/* bytes the segment must hold */
-	uint64_t cap;			/* largest alignment allowed, 0 = any */
-	bool exact;			/* inner segment: fill raw, never round up */
-	bool plentiful;			/* every size offered and free ("wanted") */
-	uint64_t *planned;		/* hugepages per backing taken so far */
-};
-int plan_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned *nparts,
-		 int *why);
-
-/* ---- arena.c / prefault.c / arena_verify.c ----------------------------- */
-struct arena_seg {
-	char *base;
-	uint64_t bytes, first_page, npages;
-	int node, verified_node;	/* verified: -1 mixed/unknown */
-	const struct topo_node *tn;	/* CPUs for prefault (NULL: any) */
-	int backing, wanted;
-	uint64_t pgsz, wanted_pgsz;
-	unsigned flags, fallbacks, threads;
-	int why;			/* -errno of the first fallback */
-	uint64_t prefault_ns, misplaced;
-	uint64_t t0;			/* its mapping began (probes' ns) */
-};
-
-struct hkv_arena {
-	uint64_t pool_id;
-	char *base;			/* reserved range, aligned */
-	uint64_t bytes, kv_bytes;
-	struct hkv_pool_opts opts;	/* effective */
-	struct topo topo;
-	unsigned nseg, fallbacks;
-	uint64_t prefault_ns;
-	uint64_t t0;			/* creation started (probes' ns) */
-	struct arena_seg seg[HKV_ARENA_SEGS];	/* one per plan part */
-};
-
-/* prefault n mapped segments at once, each with threads pinned to its node;
- * errs[i] receives segment i's result; returns 0 or -ENOMEM (bookkeeping) */
-int arena_prefault(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs);
-/* move_pages placement and smaps page size; 0, or -EIO (strict mismatch) */
-int arena_verify(struct hkv_arena *a, struct arena_seg *s);
-/* smallest KernelPageSize of the VMAs over [addr, addr+len), bytes or -errno */
-long long smaps_page_size(const void *addr, uint64_t len);
-
-/* ---- evict.c, room.c, unit.c, unit_check.c (res.h): units, pins, LRU,
- * planned eviction, room for HKV_ALLOC_EVICT, the residency check ------- */
+/* ---- res.c, unit.c, evict.c, room.c, unit_check.c (res.h): residency ---
+ * res.c: the state (created after the lanes), its lock, callback frames */
 int res_create(struct hkv_pool *pool);
 void res_destroy(struct hkv_pool *pool);
-/* before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY) into
- * max_ext extents: evicts only if that can make the request fit; 0,
- * -EDEADLK (inside the pool's evict callback) or -ECHILD (pool inherited
- * through fork()) */
-int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags,
-		  unsigned max_ext);
-/* the same for hkv_alloc_lanes(): count[i] pages from every lane i */
-int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags,
-			unsigned max_ext);
-/* residency fields of a snapshot; 0, -EDEADLK or -ECHILD */
-int res_stats(struct hkv_pool *pool, struct hkv_stats *st);
-/* hkv_check() of the units (takes the residency and every lane lock) */
-int res_check(struct hkv_pool *pool);
 /* this thread runs pool's evict callback (calls into it are refused) */
 bool res_in_callback(const struct hkv_pool *pool);
+/* residency fields of a snapshot; 0, -EDEADLK or -ECHILD */
+int res_stats(struct hkv_pool *pool, struct hkv_stats *st);
+/* room.c: before an HKV_ALLOC_EVICT allocation of n pages on lane (or ANY)
+ * into max_ext extents: evicts only if that can make the request fit; 0,
+ * -EDEADLK (inside the pool's evict callback) or -ECHILD (pool inherited
+ * through fork()) */
+int room_make(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags,
+	      unsigned max_ext);
+/* the same for hkv_alloc_lanes(): count[i] pages from every lane i */
+int room_make_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags,
+		    unsigned max_ext);
+/* unit_check.c: hkv_check() of the units (the residency and every lane lock) */
+int unit_check(struct hkv_pool *pool);
+
+/* ---- stats.c, stats_print.c: hkv_stats(), hkv_check(), hkv_stats_print() --
+ * Leaves: they read every layer below through its own snapshot calls
+ * (arena_stats(), res_stats(), xi_check(), unit_check()) and define only
+ * public functions. */
 
 /* ---- trace.c / trace.h: USDT probes (see trace.h) ----------------------- */
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * multi.c - the calls that may span lanes and must change all or nothing:
- * hkv_alloc_lanes() and hkv_free(). Lanes are always locked in ascending
+ * hkv_alloc_lanes(), hkv_free(), and HKV_LANE_ANY allocations (one lane when
+ * one can answer, else several). Lanes are always locked in ascending
  * order; a free is validated completely before anything is changed.
  */
 #include "internal.h"
@@ -232,7 +233,7 @@ static long spread_plan(struct hkv_pool *pool, uint64_t n, struct spread *s,
 }
 
 /**
- * lane_alloc_spread() - n pages from several lanes, all or nothing
+ * multi_alloc_spread() - n pages from several lanes, all or nothing
  * @pool: the pool (more than one lane)
  * @n: pages (> 0)
  * @ext: receives the extents, lane by lane (each lane's largest first)
@@ -244,7 +245,7 @@ static long spread_plan(struct hkv_pool *pool, uint64_t n, struct spread *s,
  * Return: extents, -ENOMEM (the pool has fewer free pages, or no memory
  * for the plan) or -ENOSPC; nothing is taken then.
  */
-int lane_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_extent *ext,
+static int multi_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_extent *ext,
 		      unsigned max_ext)
 {
 	struct spread *s = calloc(pool->nlanes, sizeof(*s));
@@ -351,7 +352,7 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 	}
 	ret = lanes_validate(pool, count, &lo, &hi, &total);
 	if (!ret && (flags & HKV_ALLOC_EVICT))
-		ret = res_make_room_lanes(pool, count, flags, max_ext);
+		ret = room_make_lanes(pool, count, flags, max_ext);
 	if (ret)
 		goto out;
 	lanes_lock(pool, lo, hi);
@@ -378,5 +379,65 @@ out:
 		hkv_probe_alloc(pool ? pool->id : 0, -1, total, ret,
 				ret > 0 ? ext[0].start : 0, largest);
 	}
+	return ret;
+}
+
+static __thread unsigned lane_hint;
+
+/**
+ * multi_alloc_any() - allocate from whichever lane can answer best
+ * @pool: the pool
+ * @n: pages (> 0)
+ * @flags: HKV_ALLOC_CONTIG or 0
+ * @ext: receives the extents
+ * @max_ext: room in @ext
+ * @lane_out: receives the lane used
+ *
+ * Prefers a lane that has one extent of @n pages, starting from this
+ * thread's last lane (threads spread out and stay put); else the lane with
+ * the most free pages; when no lane has @n free pages, several lanes
+ * (multi_alloc_spread(), all locked). O(nlanes) relaxed reads, one lock
+ * taken per try. @lane_out is HKV_LANE_ANY for an answer from several lanes.
+ *
+ * Return: extents, -ENOMEM or -ENOSPC.
+ */
+int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
+		   struct hkv_extent *ext, unsigned max_ext, unsigned *lane_out)
+{
+	unsigned i, start = lane_hint < pool->nlanes ? lane_hint : 0, best = start;
+	unsigned ln = start;
+	uint64_t most = 0;
+	int ret;
+
+	for (i = 0; i < pool->nlanes; i++, ln = ln + 1 < pool->nlanes ? ln + 1 : 0) {
+		struct lane *l = &pool->lanes[ln];
+		uint64_t avail = HKV_LOAD(&l->xi.free_pages);
+
+		if (avail > most) {
+			most = avail;
+			best = ln;
+		}
+		if (HKV_LOAD(&l->xi.largest) < n)
+			continue;
+		lane_lock(l);
+		ret = l->xi.largest >= n ? lane_alloc_locked(pool, l, n, flags, ext, max_ext)
+					 : -ENOMEM;
+		lane_unlock(l);
+		if (ret != -ENOMEM) {
+			lane_hint = *lane_out = ln;
+			return ret;
+		}
+	}
+	/* no lane holds n pages: the pool may, across lanes */
+	if (most < n && pool->nlanes > 1 && !(flags & HKV_ALLOC_CONTIG)) {
+		*lane_out = HKV_LANE_ANY;
+		return multi_alloc_spread(pool, n, ext, max_ext);
+	}
+	*lane_out = best;
+	lane_lock(&pool->lanes[best]);
+	ret = lane_alloc_locked(pool, &pool->lanes[best], n, flags, ext, max_ext);
+	lane_unlock(&pool->lanes[best]);
+	if (ret >= 0)
+		lane_hint = best;
 	return ret;
 }

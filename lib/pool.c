@@ -172,14 +172,14 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		goto out;
 	}
 	if (flags & HKV_ALLOC_EVICT) {
-		ret = res_make_room(pool, lane, npages, flags, max_ext);
+		ret = room_make(pool, lane, npages, flags, max_ext);
 		if (ret)
 			goto out;
 	}
 	if (lane == HKV_LANE_ANY && pool->nlanes == 1)
 		lane = used = 0;	/* one lane: no lane choice to make */
 	if (lane == HKV_LANE_ANY) {
-		ret = lane_alloc_any(pool, npages, flags, ext, max_ext, &used);
+		ret = multi_alloc_any(pool, npages, flags, ext, max_ext, &used);
 	} else {
 		lane_lock(&pool->lanes[lane]);
 		ret = lane_alloc_locked(pool, &pool->lanes[lane], npages, flags, ext, max_ext);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * res.h - residency state shared by unit.c (ids, extents, pins, split) and
- * evict.c (LRU, victim choice, watermarks, eviction).
+ * res.h - the residency state of a pool, in layer order: res.c (the state,
+ * its lock, the callbacks running), unit.c (ids, extents, pins, split),
+ * evict.c (LRU, victim choice, eviction), room.c (room for HKV_ALLOC_EVICT,
+ * watermarks), unit_check.c (the residency part of hkv_check()).
  *
  * Locking: one mutex per pool (struct hkv_res.lock) guards every field here.
  * Page bits (in_unit) and frees are changed under the owning lanes' locks,
@@ -67,18 +69,18 @@ struct hkv_res {
 	unsigned window;
 };
 
-/* evict.c */
+/* ---- res.c ---- */
+/* one evict callback running on this thread (a stack frame) */
+struct res_cb_frame {
+	const struct hkv_pool *pool;
+	struct res_cb_frame *prev;
+};
+void res_cb_enter(struct res_cb_frame *f, const struct hkv_pool *pool);
+void res_cb_leave(struct res_cb_frame *f);
 int res_lock(struct hkv_pool *pool);
 void res_unlock(struct hkv_pool *pool);
 /* the unit starts (true) or stops counting as evictable */
 void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add);
-/* index room in every lane the unit touches for freeing it; 0 or -ENOMEM */
-int res_reserve(struct hkv_pool *pool, const struct res_unit *u);
-
-/* evict until @lane (ANY: the pool) has @target free pages and, if
- * @contig, a free extent of @contig pages; residency lock held; pages freed */
-uint64_t res_evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
-		       uint64_t contig, int reason);
 
 /* free pages of @lane, or of the pool for HKV_LANE_ANY (relaxed reads) */
 static inline uint64_t res_free_of(const struct hkv_pool *pool, unsigned lane)
@@ -100,20 +102,28 @@ static inline bool res_lane_room(const struct hkv_pool *pool, unsigned lane, uin
 	return contig ? res_largest_of(pool, lane) >= n : res_free_of(pool, lane) >= n;
 }
 
-/* unit.c */
-struct res_unit *res_find(const struct hkv_res *r, uint64_t id);
-void res_hash_remove(struct hkv_res *r, struct res_unit *u);
-void res_lru_unlink(struct hkv_res *r, struct res_unit *u);
-int res_free_pages(struct hkv_pool *pool, const struct res_unit *u);
-void res_unit_drop(struct hkv_res *r, struct res_unit *u);
-uint64_t res_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane);
-void res_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
+/* ---- unit.c ---- */
+struct res_unit *unit_find(const struct hkv_res *r, uint64_t id);
+void unit_hash_remove(struct hkv_res *r, struct res_unit *u);
+void unit_lru_unlink(struct hkv_res *r, struct res_unit *u);
+int unit_free_pages(struct hkv_pool *pool, const struct res_unit *u);
+void unit_drop(struct hkv_res *r, struct res_unit *u);
+uint64_t unit_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane);
+void unit_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
 		   unsigned *lo, unsigned *hi);
-void res_mark_extent(struct hkv_pool *pool, const struct hkv_extent *e, bool set);
+void unit_mark_extent(struct hkv_pool *pool, const struct hkv_extent *e, bool set);
 
-/* unit_check.c: every in_unit page belongs to exactly one unit (or parked
+/* ---- evict.c ---- */
+/* index room in every lane the unit touches for freeing it; 0 or -ENOMEM */
+int evict_reserve(struct hkv_pool *pool, const struct res_unit *u);
+/* evict until @lane (ANY: the pool) has @target free pages and, if
+ * @contig, a free extent of @contig pages; residency lock held; pages freed */
+uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
+		   uint64_t contig, int reason);
+
+/* ---- unit_check.c ---- every in_unit page belongs to exactly one unit (or parked
  * eviction) and the counts agree; residency and all lanes locked;
  * 0 or -EUCLEAN */
-int res_check_units(struct hkv_pool *pool);
+int unit_check_units(struct hkv_pool *pool);
 
 #endif /* HKV_RES_H */

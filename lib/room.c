@@ -39,7 +39,7 @@ static void make_room(struct hkv_pool *pool, unsigned lane, uint64_t n)
 	uint64_t target = watermark(pool, total, res_free_of(pool, lane), n);
 
 	if (target)
-		res_evict_run(pool, lane, target, 0,
+		evict_run(pool, lane, target, 0,
 			  res_free_of(pool, lane) < n ? HKV_EVICT_ALLOC : HKV_EVICT_WATERMARK);
 }
 
@@ -96,7 +96,7 @@ static bool any_room(const struct hkv_pool *pool, uint64_t n, bool contig)
 }
 
 /**
- * res_make_room() - planned eviction before an HKV_ALLOC_EVICT request
+ * room_make() - planned eviction before an HKV_ALLOC_EVICT request
  * @pool: the pool
  * @lane: the lane asked for, or HKV_LANE_ANY
  * @n: pages asked for
@@ -114,7 +114,7 @@ static bool any_room(const struct hkv_pool *pool, uint64_t n, bool contig)
  *
  * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
  */
-int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags,
+int room_make(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned flags,
 		  unsigned max_ext)
 {
 	struct hkv_res *r = pool->res;
@@ -145,7 +145,7 @@ int res_make_room(struct hkv_pool *pool, unsigned lane, uint64_t n, unsigned fla
 		make_room(pool, lane, n);
 	/* the request's own room first, so the pool's rule counts it */
 	if (fit == HKV_LANE_ANY ? res_free_of(pool, fit) < n : !res_lane_room(pool, fit, n, contig))
-		res_evict_run(pool, fit, n, contig ? n : 0, HKV_EVICT_ALLOC);
+		evict_run(pool, fit, n, contig ? n : 0, HKV_EVICT_ALLOC);
 	make_room(pool, HKV_LANE_ANY, n);
 	if (fit == HKV_LANE_ANY ? res_free_of(pool, fit) < n : !res_lane_room(pool, fit, n, contig))
 		r->evict_failures++;	/* too little evictable after all */
@@ -155,7 +155,7 @@ unlock:
 }
 
 /**
- * res_make_room_lanes() - planned eviction before an HKV_ALLOC_EVICT
+ * room_make_lanes() - planned eviction before an HKV_ALLOC_EVICT
  *	hkv_alloc_lanes() request
  * @pool: the pool
  * @count: pages per lane (their total at most the pool's pages)
@@ -167,7 +167,7 @@ unlock:
  *
  * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
  */
-int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags,
+int room_make_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags,
 			unsigned max_ext)
 {
 	struct hkv_res *r = pool->res;
@@ -205,7 +205,7 @@ int res_make_room_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned f
 	make_room(pool, HKV_LANE_ANY, total);
 	for (i = 0; i < pool->nlanes; i++)
 		if (count[i] && !res_lane_room(pool, i, count[i], contig))
-			res_evict_run(pool, i, count[i], contig ? count[i] : 0, HKV_EVICT_ALLOC);
+			evict_run(pool, i, count[i], contig ? count[i] : 0, HKV_EVICT_ALLOC);
 	for (i = 0; i < pool->nlanes; i++) {
 		if (count[i] && !res_lane_room(pool, i, count[i], contig)) {
 			r->evict_failures++;

@@ -122,5 +122,5 @@ HKV_API int hkv_check(const struct hkv_pool *pool)
 		lane_unlock(&p->lanes[i]);
 	}
 	log_release();
-	return err ? err : res_check(p);
+	return err ? err : unit_check(p);
 }

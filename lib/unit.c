@@ -21,13 +21,13 @@ static uint64_t hash64(uint64_t x)
 }
 
 /**
- * res_find() - look a unit up by id
+ * unit_find() - look a unit up by id
  * @r: residency state (locked)
  * @id: the unit's id
  *
  * Return: the unit, or NULL.
  */
-struct res_unit *res_find(const struct hkv_res *r, uint64_t id)
+struct res_unit *unit_find(const struct hkv_res *r, uint64_t id)
 {
 	struct res_unit *u = r->bucket[hash64(id) & (r->nbuckets - 1)];
 
@@ -72,11 +72,11 @@ static void hash_insert(struct hkv_res *r, struct res_unit *u)
 }
 
 /**
- * res_hash_remove() - take a unit out of the id hash and the unit counts
+ * unit_hash_remove() - take a unit out of the id hash and the unit counts
  * @r: residency state (locked)
  * @u: the unit
  */
-void res_hash_remove(struct hkv_res *r, struct res_unit *u)
+void unit_hash_remove(struct hkv_res *r, struct res_unit *u)
 {
 	struct res_unit **pp = &r->bucket[hash64(u->id) & (r->nbuckets - 1)];
 
@@ -105,11 +105,11 @@ static void lru_insert_after(struct hkv_res *r, struct res_unit *prev, struct re
 }
 
 /**
- * res_lru_unlink() - take a unit out of its home lane's LRU list
+ * unit_lru_unlink() - take a unit out of its home lane's LRU list
  * @r: residency state (locked)
  * @u: the unit
  */
-void res_lru_unlink(struct hkv_res *r, struct res_unit *u)
+void unit_lru_unlink(struct hkv_res *r, struct res_unit *u)
 {
 	struct res_lru *l = &r->lru[u->home];
 
@@ -132,26 +132,26 @@ static void lru_make_hot(struct hkv_res *r, struct res_unit *u)
 }
 
 /**
- * res_unit_drop() - forget an unpinned unit (its pages are handled already)
+ * unit_drop() - forget an unpinned unit (its pages are handled already)
  * @r: residency state (locked)
  * @u: the unit, freed here
  */
-void res_unit_drop(struct hkv_res *r, struct res_unit *u)
+void unit_drop(struct hkv_res *r, struct res_unit *u)
 {
-	res_hash_remove(r, u);
-	res_lru_unlink(r, u);
+	unit_hash_remove(r, u);
+	unit_lru_unlink(r, u);
 	free(u);
 }
 
 /**
- * res_lane_span() - lowest and highest lane that some extents touch
+ * unit_lane_span() - lowest and highest lane that some extents touch
  * @pool: the pool
  * @ext: extents inside the pool
  * @n: how many (> 0)
  * @lo: receives the lowest lane
  * @hi: receives the highest lane
  */
-void res_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
+void unit_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
 		   unsigned *lo, unsigned *hi)
 {
 	*lo = UINT32_MAX;
@@ -163,12 +163,12 @@ void res_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, un
 }
 
 /**
- * res_mark_extent() - set or clear the in_unit bits of one extent
+ * unit_mark_extent() - set or clear the in_unit bits of one extent
  * @pool: the pool (the extent's lanes locked)
  * @e: the extent
  * @set: true to set
  */
-void res_mark_extent(struct hkv_pool *pool, const struct hkv_extent *e, bool set)
+void unit_mark_extent(struct hkv_pool *pool, const struct hkv_extent *e, bool set)
 {
 	unsigned li;
 
@@ -192,13 +192,13 @@ static int mark_unit(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 			if (xi_check_allocated(&pool->lanes[li].xi, p, len))
 				goto unmark_claimed;
 		}
-		res_mark_extent(pool, &ext[i], true);
+		unit_mark_extent(pool, &ext[i], true);
 	}
 	return 0;
 
 unmark_claimed:
 	while (i--)
-		res_mark_extent(pool, &ext[i], false);
+		unit_mark_extent(pool, &ext[i], false);
 	return -EINVAL;
 }
 
@@ -207,26 +207,26 @@ static void unmark_unit(struct hkv_pool *pool, const struct res_unit *u)
 {
 	unsigned lo, hi;
 
-	res_lane_span(pool, u->ext, u->n, &lo, &hi);
+	unit_lane_span(pool, u->ext, u->n, &lo, &hi);
 	lanes_lock(pool, lo, hi);
 	for (unsigned i = 0; i < u->n; i++)
-		res_mark_extent(pool, &u->ext[i], false);
+		unit_mark_extent(pool, &u->ext[i], false);
 	lanes_unlock(pool, lo, hi);
 }
 
 /**
- * res_free_pages() - clear a unit's in_unit bits and free its pages
+ * unit_free_pages() - clear a unit's in_unit bits and free its pages
  * @pool: the pool (residency lock held)
  * @u: the unit (not changed)
  *
  * Return: 0, or -ENOMEM when the lanes' indexes cannot grow (nothing done).
  */
-int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
+int unit_free_pages(struct hkv_pool *pool, const struct res_unit *u)
 {
 	unsigned lo, hi, li;
 	uint64_t pieces = 0;	/* may pass 2^32 with small chunks: then -ENOMEM */
 
-	res_lane_span(pool, u->ext, u->n, &lo, &hi);
+	unit_lane_span(pool, u->ext, u->n, &lo, &hi);
 	for (unsigned i = 0; i < u->n; i++)
 		for_each_piece(pool, &u->ext[i], p, len, li)
 			pieces++;
@@ -254,14 +254,14 @@ int res_free_pages(struct hkv_pool *pool, const struct res_unit *u)
 }
 
 /**
- * res_pages_in() - pages of a unit inside one lane
+ * unit_pages_in() - pages of a unit inside one lane
  * @pool: the pool
  * @u: the unit
  * @lane: lane number
  *
  * Return: the page count.
  */
-uint64_t res_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane)
+uint64_t unit_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane)
 {
 	const struct lane *l = &pool->lanes[lane];
 	uint64_t sum = 0;
@@ -332,18 +332,18 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 	rc = res_lock(pool);
 	if (rc)
 		goto free_unit;
-	if (res_find(r, unit)) {
+	if (unit_find(r, unit)) {
 		rc = -EEXIST;
 		goto unlock;
 	}
-	res_lane_span(pool, ext, n, &lo, &hi);
+	unit_lane_span(pool, ext, n, &lo, &hi);
 	lanes_lock(pool, lo, hi);
 	rc = mark_unit(pool, ext, n);
 	lanes_unlock(pool, lo, hi);
 	if (rc)
 		goto unlock;
 	u->home = lane_of(pool, ext[0].start);
-	u->home_pages = res_pages_in(pool, u, u->home);
+	u->home_pages = unit_pages_in(pool, u, u->home);
 	hash_insert(r, u);
 	lru_make_hot(r, u);
 	res_evictable(r, u, true);
@@ -365,7 +365,7 @@ static int lock_unit(struct hkv_pool *pool, uint64_t unit, struct res_unit **out
 	rc = res_lock(pool);
 	if (rc)
 		return rc;
-	*out = res_find(pool->res, unit);
+	*out = unit_find(pool->res, unit);
 	if (*out)
 		return 0;
 	res_unlock(pool);
@@ -386,7 +386,7 @@ HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit)
 
 	if (rc)
 		return rc;
-	res_lru_unlink(pool->res, u);
+	unit_lru_unlink(pool->res, u);
 	lru_make_hot(pool->res, u);
 	res_unlock(pool);
 	return 0;
@@ -496,7 +496,7 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 		rc = -EINVAL;
 		goto unlock;
 	}
-	if (res_find(r, new_unit)) {
+	if (unit_find(r, new_unit)) {
 		rc = -EEXIST;
 		goto unlock;
 	}
@@ -513,8 +513,8 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 	nu->pins = u->pins;
 	nu->stamp = u->stamp;
 	nu->home = u->home;
-	u->home_pages = res_pages_in(pool, u, u->home);
-	nu->home_pages = res_pages_in(pool, nu, nu->home);
+	u->home_pages = unit_pages_in(pool, u, u->home);
+	nu->home_pages = unit_pages_in(pool, nu, nu->home);
 	if (nu->pins)
 		r->pinned_units++;
 	hash_insert(r, nu);
@@ -551,12 +551,12 @@ HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags
 		goto unlock;
 	}
 	if (flags & HKV_UNIT_FREE)
-		rc = res_free_pages(pool, u);
+		rc = unit_free_pages(pool, u);
 	else
 		unmark_unit(pool, u);
 	if (!rc) {
 		res_evictable(pool->res, u, false);
-		res_unit_drop(pool->res, u);
+		unit_drop(pool->res, u);
 	}
 unlock:
 	res_unlock(pool);

@@ -24,13 +24,13 @@ static bool take_unit(struct hkv_pool *pool, const struct res_unit *u, bool take
 				     !xi_test_range(x->allocated, p - x->base, len, true)))
 				goto give_back;
 		}
-		res_mark_extent(pool, &u->ext[i], !take);
+		unit_mark_extent(pool, &u->ext[i], !take);
 	}
 	return true;
 
 give_back:
 	while (i--)
-		res_mark_extent(pool, &u->ext[i], true);
+		unit_mark_extent(pool, &u->ext[i], true);
 	return false;
 }
 
@@ -69,7 +69,7 @@ static int check_counts(struct hkv_pool *pool)
 
 	for (uint64_t b = 0; b < r->nbuckets; b++) {
 		for (const struct res_unit *u = r->bucket[b]; u; u = u->hnext) {
-			UCHECK(res_find(r, u->id) == u, "unit %llu is filed twice",
+			UCHECK(unit_find(r, u->id) == u, "unit %llu is filed twice",
 			       (unsigned long long)u->id);
 			units++;
 			pages += u->npages;
@@ -83,7 +83,7 @@ static int check_counts(struct hkv_pool *pool)
 		uint64_t evictable = 0;
 
 		for (const struct res_unit *u = r->lru[i].head; u; u = u->next, listed++) {
-			UCHECK(u->home == i && res_find(r, u->id) == u &&
+			UCHECK(u->home == i && unit_find(r, u->id) == u &&
 			       (u->next ? u->next->prev == u : r->lru[i].tail == u),
 			       "lane %u: LRU list is broken at unit %llu", i,
 			       (unsigned long long)u->id);
@@ -99,12 +99,12 @@ static int check_counts(struct hkv_pool *pool)
 }
 
 /**
- * res_check_units() - every in_unit page belongs to exactly one unit
+ * unit_check_units() - every in_unit page belongs to exactly one unit
  * @pool: the pool (residency lock and every lane lock held)
  *
  * Return: 0, or -EUCLEAN (logged).
  */
-int res_check_units(struct hkv_pool *pool)
+int unit_check_units(struct hkv_pool *pool)
 {
 	int err = check_counts(pool);
 	uint64_t taken;
@@ -132,19 +132,19 @@ int res_check_units(struct hkv_pool *pool)
 }
 
 /**
- * res_check() - hkv_check() of the residency state
+ * unit_check() - hkv_check() of the residency state
  * @pool: the pool
  *
  * Return: 0, -EUCLEAN, or -EDEADLK / -ECHILD (see res_lock()).
  */
-int res_check(struct hkv_pool *pool)
+int unit_check(struct hkv_pool *pool)
 {
 	int err = res_lock(pool);
 
 	if (err)
 		return err;
 	lanes_lock(pool, 0, pool->nlanes - 1);
-	err = res_check_units(pool);
+	err = unit_check_units(pool);
 	lanes_unlock(pool, 0, pool->nlanes - 1);
 	res_unlock(pool);
 	return err;

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * res.c - the residency state of a pool (struct hkv_res, res.h): its
+ * creation, the residency lock (messages logged under it are held until it
+ * is released, so a log callback may call back in), the evict callbacks
+ * this thread is running (a residency call from inside one is -EDEADLK),
+ * the evictable pages per lane, and the snapshot for hkv_stats(). unit.c,
+ * evict.c and room.c build on it.
+ */
+#include <stddef.h>
+
+#include "res.h"
+
+#define RES_FITS(st, field) \
+	((st)->sz >= offsetof(struct hkv_stats, field) + sizeof((st)->field))
+
+/* the evict callbacks this thread is running, innermost first */
+static __thread struct res_cb_frame *cb_top;
+
+/**
+ * res_cb_enter() - this thread starts running @pool's evict callback
+ * @f: a frame on the caller's stack, until res_cb_leave()
+ * @pool: the pool
+ */
+void res_cb_enter(struct res_cb_frame *f, const struct hkv_pool *pool)
+{
+	f->pool = pool;
+	f->prev = cb_top;
+	cb_top = f;
+}
+
+/**
+ * res_cb_leave() - the callback of res_cb_enter() returned
+ * @f: its frame
+ */
+void res_cb_leave(struct res_cb_frame *f)
+{
+	cb_top = f->prev;
+}
+
+/**
+ * res_in_callback() - is this thread running @pool's evict callback?
+ * @pool: the pool
+ *
+ * Return: true inside the callback (at any depth of nested callbacks).
+ */
+bool res_in_callback(const struct hkv_pool *pool)
+{
+	for (const struct res_cb_frame *f = cb_top; f; f = f->prev)
+		if (f->pool == pool)
+			return true;
+	return false;
+}
+
+/**
+ * res_lock() - take a pool's residency lock
+ * @pool: the pool
+ *
+ * Return: 0, -EDEADLK from inside this pool's evict callback (the lock is
+ * held by this thread), or -ECHILD for a pool inherited through fork().
+ */
+int res_lock(struct hkv_pool *pool)
+{
+	if (pool_forked(pool))
+		return -ECHILD;
+	if (res_in_callback(pool))
+		return -EDEADLK;
+	log_hold();
+	pthread_mutex_lock(&pool->res->lock);
+	return 0;
+}
+
+/**
+ * res_unlock() - release the residency lock, then deliver held messages
+ * @pool: the pool
+ */
+void res_unlock(struct hkv_pool *pool)
+{
+	pthread_mutex_unlock(&pool->res->lock);
+	log_release();
+}
+
+/**
+ * res_evictable() - count a unit in (or out of) its home lane's evictable pages
+ * @r: residency state (locked)
+ * @u: an unpinned unit (or one whose pin count just left or reached 0)
+ * @add: true to count it in
+ */
+void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add)
+{
+	if (add)
+		r->evictable[u->home] += u->home_pages;
+	else
+		r->evictable[u->home] -= u->home_pages;
+}
+
+/**
+ * res_create() - set up the residency state of a new pool (pool->res)
+ * @pool: the pool, lanes already created
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int res_create(struct hkv_pool *pool)
+{
+	struct hkv_res *r = calloc(1, sizeof(*r));
+	unsigned w = pool->opts.evict_window;
+
+	if (!r)
+		return -ENOMEM;
+	r->nbuckets = 64;
+	r->bucket = calloc(r->nbuckets, sizeof(*r->bucket));
+	r->lru = calloc(pool->nlanes, sizeof(*r->lru));
+	r->cursor = calloc(pool->nlanes, sizeof(*r->cursor));
+	r->window = w ? w : RES_DEF_WINDOW;
+	r->cand = calloc(r->window, sizeof(*r->cand));
+	r->evictable = calloc(pool->nlanes, sizeof(*r->evictable));
+	if (!r->bucket || !r->lru || !r->cursor || !r->cand || !r->evictable)
+		goto free_arrays;
+	if (pthread_mutex_init(&r->lock, NULL))
+		goto free_arrays;
+	pool->res = r;
+	return 0;
+
+free_arrays:
+	free(r->evictable);
+	free(r->cand);
+	free(r->cursor);
+	free(r->lru);
+	free(r->bucket);
+	free(r);
+	return -ENOMEM;
+}
+
+/**
+ * res_destroy() - forget every unit (the pool is going away)
+ * @pool: the pool; pool->res may be NULL
+ */
+void res_destroy(struct hkv_pool *pool)
+{
+	struct hkv_res *r = pool->res;
+
+	if (!r)
+		return;
+	for (uint64_t i = 0; i < r->nbuckets; i++) {
+		struct res_unit *u = r->bucket[i], *next;
+
+		for (; u; u = next) {
+			next = u->hnext;
+			free(u);
+		}
+	}
+	for (struct res_unit *u = r->parked, *next; u; u = next) {
+		next = u->hnext;
+		free(u);
+	}
+	if (!pool_forked(pool))		/* a fork() child may see it held */
+		pthread_mutex_destroy(&r->lock);
+	free(r->evictable);
+	free(r->cand);
+	free(r->cursor);
+	free(r->lru);
+	free(r->bucket);
+	free(r);
+	pool->res = NULL;
+}
+
+/**
+ * res_stats() - fill the residency fields of a stats snapshot
+ * @pool: the pool
+ * @st: the snapshot (@st->sz decides whether the fields exist)
+ *
+ * Return: 0, or -EDEADLK / -ECHILD (see res_lock()).
+ */
+int res_stats(struct hkv_pool *pool, struct hkv_stats *st)
+{
+	struct hkv_res *r = pool->res;
+	int err;
+
+	if (!r || !RES_FITS(st, evict_failures))
+		return 0;
+	err = res_lock(pool);
+	if (err)
+		return err;
+	st->units = r->nunits;
+	st->unit_pages = r->unit_pages;
+	st->pinned_units = r->pinned_units;
+	st->pinned_pages = r->pinned_pages;
+	st->evictions = r->evictions;
+	st->evicted_pages = r->evicted_pages;
+	st->eviction_runs = r->eviction_runs;
+	st->evict_failures = r->evict_failures;
+	res_unlock(pool);
+	return 0;
+}
