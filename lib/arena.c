@@ -211,7 +211,7 @@ static int settle_alone(struct hkv_arena *a, struct arena_seg *s)
 	for (;;) {
 		err = map_bind(a, s, s->backing);
 		if (!err && prefaulting(a)) {
-			int perr = arena_prefault(a, &s, 1, &err);
+			int perr = prefault_segments(a, &s, 1, &err);
 
 			err = perr ? perr : err;
 			a->prefault_ns += s->prefault_ns;	/* every try's time */
@@ -259,7 +259,7 @@ static void seg_init(struct hkv_arena *a, struct arena_seg *s, const struct hkv_
 	s->npages = pp->npages;
 	s->node = pp->node;
 	s->verified_node = -1;
-	s->tn = topo_find(&a->topo, pp->node);
+	s->tn = numa_topo_find(&a->topo, pp->node);
 	s->wanted_pgsz = pp->wanted_bytes;
 	s->wanted = pp->wanted_bytes == backing_pgsz(pp->backing) ? pp->backing :
 		    backing_of(pp->wanted_bytes);
@@ -323,7 +323,7 @@ static int map_all(struct hkv_arena *a, const struct hkv_plan *p)
 	}
 	t0 = os->now_ns();
 	if (prefaulting(a)) {
-		err = arena_prefault(a, segs, a->nseg, errs);
+		err = prefault_segments(a, segs, a->nseg, errs);
 		if (err)
 			return err;
 	}
@@ -364,7 +364,7 @@ int arena_create(struct hkv_pool *pool, struct hkv_arena **out)
 	a->t0 = os->now_ns();
 	a->pool_id = pool->id;
 	a->opts = pool->opts;
-	err = topo_read(&a->topo);
+	err = numa_topo_read(&a->topo);
 	if (!err)
 		err = arena_plan(a, p);
 	if (err)

@@ -31,14 +31,14 @@ static void smaps_line(const char *l, uintptr_t lo, uintptr_t hi, bool *hit, lon
 }
 
 /**
- * smaps_page_size() - smallest kernel page size over an address range
+ * arena_verify_smaps() - smallest kernel page size over an address range
  * @addr: start
  * @len: bytes
  *
  * Return: the smallest KernelPageSize (bytes) of the VMAs that overlap the
  * range, -ENOENT if none does, or -errno of the read.
  */
-long long smaps_page_size(const void *addr, uint64_t len)
+long long arena_verify_smaps(const void *addr, uint64_t len)
 {
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
 	size_t cap = 1 << 16, have = 0;
@@ -127,7 +127,7 @@ static int verify_page_size(struct hkv_arena *a, struct arena_seg *s)
 
 	if (s->pgsz <= HKV_PGSZ_4K)
 		return 0;	/* THP and 4 KiB: smaps says 4 kB either way */
-	got = smaps_page_size(s->base, s->bytes);
+	got = arena_verify_smaps(s->base, s->bytes);
 	if (got < 0) {
 		snprintf(msg, sizeof(msg), "cannot read %s: %s", SMAPS, strerror((int)-got));
 		return verify_fail(a, s, msg, (int)got);

@@ -8,7 +8,7 @@
  *   numa.c          topology, hugepage pools, THP mode, memlock
  *   cgroup.c        the hugetlb cgroup's fault-time limit
  *   opts.c          the one option check (create and plan)
- *   plan_seg.c      page sizes; the parts of one node segment
+ *   backing.c      page sizes; the parts of one node segment
  *   plan.c          the arena's layout: segments per node (hkv_pool_plan())
  *   arena.c         the memory: map, bind, prefault.c, arena_verify.c
  *   meta.c          large bookkeeping arrays
@@ -122,7 +122,7 @@ int env_parse_uint(const char *s, unsigned long max, unsigned long *out);
 #define HKV_PGSZ_2M	(2ull << 20)
 #define HKV_PGSZ_1G	(1ull << 30)
 
-struct topo_pool {		/* one hugepage size on one node (or global) */
+struct numa_topo_pool {		/* one hugepage size on one node (or global) */
 	bool present;		/* the kernel offers this size */
 	uint64_t total, free, resv;	/* resv: global only */
 };
@@ -131,25 +131,25 @@ struct topo_node {
 	int node;
 	unsigned ncpus;
 	cpu_set_t cpus;
-	struct topo_pool huge_2m, huge_1g;
+	struct numa_topo_pool huge_2m, huge_1g;
 };
 
 struct topo {
 	bool numa;		/* kernel has NUMA support (mbind works) */
 	unsigned nnodes;	/* nodes with memory (at most HKV_MAX_NODES) */
 	struct topo_node node[HKV_MAX_NODES];
-	struct topo_pool glob_2m, glob_1g;	/* /sys/kernel/mm/hugepages */
+	struct numa_topo_pool glob_2m, glob_1g;	/* /sys/kernel/mm/hugepages */
 	char thp_mode[16];	/* "" = no THP */
 	uint64_t memlock;	/* RLIMIT_MEMLOCK soft, UINT64_MAX = unlimited */
 };
 
 /* libnuma calls are serialized (its CPU-mask cache is not thread-safe) */
-int topo_read(struct topo *t);
+int numa_topo_read(struct topo *t);
 void numa_fork_child(void);	/* fork.c: the child's libnuma lock starts free */
 /* the entry of node n, or NULL */
-const struct topo_node *topo_find(const struct topo *t, int n);
-const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz);
-const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz);
+const struct topo_node *numa_topo_find(const struct topo *t, int n);
+const struct numa_topo_pool *numa_topo_pool(const struct topo_node *n, uint64_t pgsz);
+const struct numa_topo_pool *numa_topo_glob(const struct topo *t, uint64_t pgsz);
 
 /* ---- cgroup.c: the hugetlb cgroup's fault-time limit ------------------- */
 /* bytes of pgsz hugepages the process may still fault in (UINT64_MAX: no limit) */
@@ -161,7 +161,7 @@ uint64_t cgroup_hugetlb_room(uint64_t pgsz);
 /* the caller's options checked, defaults and HUGEKV_* applied; 0 or -errno */
 int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
 
-/* ---- plan_seg.c: page sizes, and the parts of one node segment -------- */
+/* ---- backing.c: page sizes, and the parts of one node segment -------- */
 #define HKV_SEG_PARTS	4	/* one part per page size at most */
 #define HKV_ARENA_SEGS	HKV_PLAN_PARTS
 
@@ -175,7 +175,7 @@ struct seg_req {
 	bool plentiful;			/* every size offered and free ("wanted") */
 	uint64_t *planned;		/* hugepages per backing taken so far */
 };
-int plan_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned *nparts,
+int backing_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned *nparts,
 		 int *why);
 
 /* ---- plan.c: segments per node and the backing each gets --------------- */
@@ -218,11 +218,11 @@ struct hkv_arena {
 
 /* prefault n mapped segments at once, each with threads pinned to its node;
  * errs[i] receives segment i's result; returns 0 or -ENOMEM (bookkeeping) */
-int arena_prefault(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs);
+int prefault_segments(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs);
 /* move_pages placement and smaps page size; 0, or -EIO (strict mismatch) */
 int arena_verify(struct hkv_arena *a, struct arena_seg *s);
 /* smallest KernelPageSize of the VMAs over [addr, addr+len), bytes or -errno */
-long long smaps_page_size(const void *addr, uint64_t len);
+long long arena_verify_smaps(const void *addr, uint64_t len);
 
 /*
  * pool.c calls arena_create() for page_bytes > 0 after it has set pool->id,

@@ -29,7 +29,7 @@ void numa_fork_child(void)
 }
 
 /* total/free/resv of one pool directory; a missing directory is "absent" */
-static int read_pool(const char *dir, bool with_resv, struct topo_pool *p)
+static int read_pool(const char *dir, bool with_resv, struct numa_topo_pool *p)
 {
 	char path[256];
 	int ret;
@@ -149,12 +149,12 @@ static int read_nodes(struct topo *t)
 }
 
 /**
- * topo_read() - read the topology the arena planner needs
+ * numa_topo_read() - read the topology the arena planner needs
  * @t: receives it
  *
  * Return: 0, or -errno of a sysfs read that exists but fails.
  */
-int topo_read(struct topo *t)
+int numa_topo_read(struct topo *t)
 {
 	struct rlimit rl;
 	int ret;
@@ -187,13 +187,13 @@ int topo_read(struct topo *t)
 }
 
 /**
- * topo_find() - the topology entry of a node
+ * numa_topo_find() - the topology entry of a node
  * @t: the topology
  * @n: node number
  *
  * Return: the entry, or NULL when @n has no memory or does not exist.
  */
-const struct topo_node *topo_find(const struct topo *t, int n)
+const struct topo_node *numa_topo_find(const struct topo *t, int n)
 {
 	unsigned i;
 
@@ -204,13 +204,13 @@ const struct topo_node *topo_find(const struct topo *t, int n)
 }
 
 /**
- * topo_pool() - a node's pool of one hugepage size
+ * numa_topo_pool() - a node's pool of one hugepage size
  * @n: the node
  * @pgsz: HKV_PGSZ_2M or HKV_PGSZ_1G
  *
  * Return: the pool, or NULL for other sizes.
  */
-const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz)
+const struct numa_topo_pool *numa_topo_pool(const struct topo_node *n, uint64_t pgsz)
 {
 	if (pgsz == HKV_PGSZ_2M)
 		return &n->huge_2m;
@@ -220,13 +220,13 @@ const struct topo_pool *topo_pool(const struct topo_node *n, uint64_t pgsz)
 }
 
 /**
- * topo_glob() - the global pool of one hugepage size
+ * numa_topo_glob() - the global pool of one hugepage size
  * @t: the topology
  * @pgsz: HKV_PGSZ_2M or HKV_PGSZ_1G
  *
  * Return: the pool, or NULL for other sizes.
  */
-const struct topo_pool *topo_glob(const struct topo *t, uint64_t pgsz)
+const struct numa_topo_pool *numa_topo_glob(const struct topo *t, uint64_t pgsz)
 {
 	if (pgsz == HKV_PGSZ_2M)
 		return &t->glob_2m;

@@ -54,7 +54,7 @@ static void fill_node(const struct topo_node *n, struct hkv_plan_node *pn,
 		      const struct hkv_plan_part *part, unsigned np,
 		      const struct hkv_plan_part *ideal, int why)
 {
-	const struct topo_pool *tp;
+	const struct numa_topo_pool *tp;
 	unsigned i;
 
 	pn->node = n->node;
@@ -71,7 +71,7 @@ static void fill_node(const struct topo_node *n, struct hkv_plan_node *pn,
 	for (i = 0; i < np; i++)
 		if (part[i].backing == pn->backing)
 			pn->hugepages_needed = part[i].hugepages;
-	tp = topo_pool(n, pn->wanted_bytes);
+	tp = numa_topo_pool(n, pn->wanted_bytes);
 	if (!tp)
 		return;		/* THP/4K wanted: nothing to reserve */
 	pn->wanted_needed = ideal->hugepages;
@@ -110,12 +110,12 @@ static int plan_bounds(const struct hkv_pool_opts *o, const struct topo *t,
 			continue;	/* a small pool fits in fewer segments */
 		if (p->nparts + HKV_SEG_PARTS > HKV_PLAN_PARTS)
 			return -E2BIG;
-		if (plan_segment(&rq, part, &np, &why))
+		if (backing_segment(&rq, part, &np, &why))
 			ret = -ENOMEM;
 		memcpy(scratch, planned, sizeof(scratch));
 		rq.plentiful = true;
 		rq.planned = scratch;
-		plan_segment(&rq, ideal, &ni, &iwhy);
+		backing_segment(&rq, ideal, &ni, &iwhy);
 		memset(pn, 0, sizeof(*pn));
 		fill_node(rq.n, pn, part, np, ideal, why);
 		pn->first_page = (off + pb - 1) / pb;
@@ -185,7 +185,7 @@ int plan_arena(const struct hkv_pool_opts *o, const struct topo *t, struct hkv_p
 		return -EINVAL;
 	p->kv_bytes = o->npages * o->page_bytes;
 	if (o->numa_node >= 0) {
-		only = topo_find(t, o->numa_node);
+		only = numa_topo_find(t, o->numa_node);
 		if (!only) {
 			hkv_log(HKV_LOG_ERR, "numa_node %d has no memory or does not exist",
 				o->numa_node);
@@ -244,7 +244,7 @@ int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *plan)
 		full->numa_node = o.numa_node;
 		full->flags = o.flags;
 	} else {
-		ret = topo_read(t);
+		ret = numa_topo_read(t);
 		if (ret)
 			goto free_bufs;
 		ret = plan_arena(&o, t, full);

@@ -143,7 +143,7 @@ static void cut(struct arena_seg *s, struct slice *sl, unsigned n)
 }
 
 /**
- * arena_prefault() - fault mapped segments in, all at once
+ * prefault_segments() - fault mapped segments in, all at once
  * @a: the arena
  * @segs: the segments, mapped and bound
  * @n: how many
@@ -156,7 +156,7 @@ static void cut(struct arena_seg *s, struct slice *sl, unsigned n)
  *
  * Return: 0, or -ENOMEM when the thread bookkeeping cannot be allocated.
  */
-int arena_prefault(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs)
+int prefault_segments(struct hkv_arena *a, struct arena_seg **segs, unsigned n, int *errs)
 {
 	unsigned nt[HKV_ARENA_SEGS], total = 0, i, at;
 	uint64_t t0 = os->now_ns();

@@ -23,22 +23,22 @@ static void t_this_machine(void **state)
 	const struct topo_node *n;
 
 	(void)state;
-	assert_int_equal(topo_read(&t), 0);
+	assert_int_equal(numa_topo_read(&t), 0);
 	assert_true(t.numa);
 	assert_true(t.nnodes >= 1);
-	n = topo_find(&t, 0);
+	n = numa_topo_find(&t, 0);
 	assert_non_null(n);
-	assert_null(topo_find(&t, 4000));
+	assert_null(numa_topo_find(&t, 4000));
 	assert_int_equal(n->ncpus, sysconf(_SC_NPROCESSORS_ONLN));	/* one node here */
 	assert_true(n->huge_2m.present);
 	assert_true(t.glob_2m.present);
 	assert_int_equal(t.glob_2m.total, tm_meminfo("HugePages_Total"));
 	assert_true(n->huge_2m.free <= n->huge_2m.total);
-	assert_int_equal(topo_pool(n, HKV_PGSZ_2M), &n->huge_2m);
-	assert_int_equal(topo_pool(n, HKV_PGSZ_1G), &n->huge_1g);
-	assert_null(topo_pool(n, HKV_PGSZ_4K));
-	assert_int_equal(topo_glob(&t, HKV_PGSZ_1G), &t.glob_1g);
-	assert_null(topo_glob(&t, 12345));
+	assert_int_equal(numa_topo_pool(n, HKV_PGSZ_2M), &n->huge_2m);
+	assert_int_equal(numa_topo_pool(n, HKV_PGSZ_1G), &n->huge_1g);
+	assert_null(numa_topo_pool(n, HKV_PGSZ_4K));
+	assert_int_equal(numa_topo_glob(&t, HKV_PGSZ_1G), &t.glob_1g);
+	assert_null(numa_topo_glob(&t, 12345));
 	assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
 	assert_int_equal(t.memlock, rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur);
 	if (!access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK))
@@ -95,7 +95,7 @@ static void t_many_nodes(void **state)
 	ops.open = open_node0;
 	tm_log_capture(&lg);
 	os_set_ops(&ops);
-	assert_int_equal(topo_read(&t), 0);
+	assert_int_equal(numa_topo_read(&t), 0);
 	os_set_ops(NULL);
 	tm_log_capture(NULL);
 	assert_int_equal(t.nnodes, HKV_MAX_NODES);
@@ -112,7 +112,7 @@ static void t_node_cpus_fail(void **state)
 	(void)state;
 	tm_log_capture(&lg);
 	tm_inject(&f);
-	assert_int_equal(topo_read(&t), 0);
+	assert_int_equal(numa_topo_read(&t), 0);
 	tm_reset();
 	tm_log_capture(NULL);
 	assert_int_equal(t.node[0].ncpus, 0);
@@ -132,8 +132,8 @@ static void t_plan_rules(void **state)
 	t.numa = true;
 	t.nnodes = 1;
 	t.node[0].ncpus = 4;
-	t.node[0].huge_2m = (struct topo_pool){ true, 100, 40, 0 };
-	t.glob_2m = (struct topo_pool){ true, 100, 40, 0 };
+	t.node[0].huge_2m = (struct numa_topo_pool){ true, 100, 40, 0 };
+	t.glob_2m = (struct numa_topo_pool){ true, 100, 40, 0 };
 	strcpy(t.thp_mode, "never");
 	/* AUTO: 64 MiB is too small for a 1G page (size rule, not a fallback)
 	 * -> 2M needs 32, the node and the global pool have 40 free */
@@ -190,8 +190,8 @@ static void t_plan_mixed(void **state)
 	t.numa = true;
 	t.nnodes = 1;
 	t.node[0].ncpus = 2;
-	t.node[0].huge_1g = t.glob_1g = (struct topo_pool){ true, 2, 2, 0 };
-	t.node[0].huge_2m = t.glob_2m = (struct topo_pool){ true, 200, 200, 0 };
+	t.node[0].huge_1g = t.glob_1g = (struct numa_topo_pool){ true, 2, 2, 0 };
+	t.node[0].huge_2m = t.glob_2m = (struct numa_topo_pool){ true, 200, 200, 0 };
 	strcpy(t.thp_mode, "madvise");
 	/* 2.25 GiB, two free 1G pages: 2 x 1G + 128 x 2M, as wanted */
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
@@ -213,7 +213,7 @@ static void t_plan_mixed(void **state)
 	assert_int_equal(p.node[0].shortfall, 0);
 	/* one free 1G page: the second gigabyte goes to 2M, a fallback */
 	t.node[0].huge_1g.free = t.glob_1g.free = 1;
-	t.node[0].huge_2m = t.glob_2m = (struct topo_pool){ true, 1000, 1000, 0 };
+	t.node[0].huge_2m = t.glob_2m = (struct numa_topo_pool){ true, 1000, 1000, 0 };
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
 	assert_int_equal(p.nparts, 2);
 	assert_int_equal(p.part[0].hugepages, 1);
@@ -226,7 +226,7 @@ static void t_plan_mixed(void **state)
 	assert_int_equal(p.node[0].reserve_total, 3);
 	assert_int_equal(p.fallbacks, 1);
 	/* and too few 2M pages as well: the rest on THP, still one segment */
-	t.node[0].huge_2m = t.glob_2m = (struct topo_pool){ true, 200, 200, 0 };
+	t.node[0].huge_2m = t.glob_2m = (struct numa_topo_pool){ true, 200, 200, 0 };
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
 	assert_int_equal(p.nparts, 3);
 	assert_int_equal(p.part[1].hugepages, 200);
@@ -279,7 +279,7 @@ static void t_plan_global_sum(void **state)
 	t.nnodes = 2;
 	t.node[0] = (struct topo_node){ .node = 0, .huge_2m = { true, 20, 20, 0 } };
 	t.node[1] = (struct topo_node){ .node = 1, .huge_2m = { true, 20, 20, 0 } };
-	t.glob_2m = (struct topo_pool){ true, 40, 20, 0 };	/* 16 + 16 > 20 */
+	t.glob_2m = (struct numa_topo_pool){ true, 40, 20, 0 };	/* 16 + 16 > 20 */
 	strcpy(t.thp_mode, "always");
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
 	assert_int_equal(p.nnodes, 2);
@@ -288,8 +288,8 @@ static void t_plan_global_sum(void **state)
 	assert_int_equal(p.node[1].first_page, 512);
 	assert_int_equal(p.node[1].bytes, 32 << 20);
 	/* a pool smaller than two 1 GiB granules lands in one segment */
-	t.glob_1g = (struct topo_pool){ true, 8, 8, 0 };
-	t.node[0].huge_1g = t.node[1].huge_1g = (struct topo_pool){ true, 4, 4, 0 };
+	t.glob_1g = (struct numa_topo_pool){ true, 8, 8, 0 };
+	t.node[0].huge_1g = t.node[1].huge_1g = (struct numa_topo_pool){ true, 4, 4, 0 };
 	o.backing = HKV_BACKING_HUGE_1G;
 	assert_int_equal(plan_arena(&o, &t, &p), 0);
 	assert_int_equal(p.nnodes, 1);

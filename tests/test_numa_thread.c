@@ -32,7 +32,7 @@ static void *reader(void *p)
 	for (int i = 0; i < ROUNDS && !a->err; i++) {
 		struct hkv_pool *pool = NULL;
 
-		a->err = topo_read(i ? t : &a->first);
+		a->err = numa_topo_read(i ? t : &a->first);
 		if (!a->err && i && (t->nnodes != a->first.nnodes ||
 				     t->node[0].ncpus != a->first.node[0].ncpus ||
 				     !CPU_EQUAL(&t->node[0].cpus, &a->first.node[0].cpus)))

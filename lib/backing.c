@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * plan_seg.c - the page sizes of one node segment.
+ * backing.c - page sizes: what each backing maps with, and the parts of one
+ * node segment.
  *
  * A segment is laid out as consecutive parts, largest page size first (so
  * every part starts aligned to its page size): as many 1 GiB pages as the
@@ -60,7 +61,7 @@ static bool thp_offered(const struct topo *t)
  * says why there are none: -EOPNOTSUPP not offered, -ENOMEM none free */
 static uint64_t seg_avail(const struct seg_req *rq, int b, int *why)
 {
-	const struct topo_pool *np, *gp;
+	const struct numa_topo_pool *np, *gp;
 	uint64_t gfree, n;
 
 	if (rq->plentiful || b == HKV_BACKING_SMALL)
@@ -69,8 +70,8 @@ static uint64_t seg_avail(const struct seg_req *rq, int b, int *why)
 		*why = -EOPNOTSUPP;
 		return thp_offered(rq->t) ? UINT64_MAX : 0;
 	}
-	np = topo_pool(rq->n, backing_pgsz(b));
-	gp = topo_glob(rq->t, backing_pgsz(b));
+	np = numa_topo_pool(rq->n, backing_pgsz(b));
+	gp = numa_topo_glob(rq->t, backing_pgsz(b));
 	if (!np->present && !gp->present) {
 		*why = -EOPNOTSUPP;
 		return 0;
@@ -104,7 +105,7 @@ static int first_size(const struct hkv_pool_opts *o)
 }
 
 /**
- * plan_segment() - choose the parts of one segment
+ * backing_segment() - choose the parts of one segment
  * @rq: the segment and the machine
  * @part: receives up to HKV_SEG_PARTS parts, in address order
  * @nparts: receives the number written
@@ -118,7 +119,7 @@ static int first_size(const struct hkv_pool_opts *o)
  * Return: 0, or -ENOMEM when a strict explicit backing falls short (the
  * parts then say what it would get).
  */
-int plan_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned *nparts,
+int backing_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned *nparts,
 		 int *why)
 {
 	const struct hkv_pool_opts *o = rq->o;
@@ -156,7 +157,7 @@ int plan_segment(const struct seg_req *rq, struct hkv_plan_part *part, unsigned 
 		};
 		if (b == HKV_BACKING_HUGE_1G || b == HKV_BACKING_HUGE_2M) {
 			part[k].hugepages = take / pg;
-			part[k].node_free = topo_pool(rq->n, pg)->free;
+			part[k].node_free = numa_topo_pool(rq->n, pg)->free;
 			if (!rq->plentiful)
 				rq->planned[b] += take / pg;
 		}
