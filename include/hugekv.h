@@ -484,6 +484,23 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n);
 
 /**
+ * hkv_extents_allocated() - are all pages of some extents allocated?
+ * @pool: the pool
+ * @ext: extents
+ * @n: number of extents (> 0)
+ *
+ * For a caller that must not trust page numbers it is handed (a transfer
+ * peer, an engine's free list): checks the allocation bitmap under the
+ * lanes' locks, O(pages / 64), changing nothing. Pages in units count as
+ * allocated. A snapshot: another thread may free the pages right after.
+ *
+ * Return: 0 if every page is allocated; -EINVAL if any page is free or out
+ * of range, an extent is empty or wraps, or @n is 0; -ECHILD (fork()).
+ */
+HKV_API int hkv_extents_allocated(const struct hkv_pool *pool, const struct hkv_extent *ext,
+				  unsigned n);
+
+/**
  * hkv_lane_range() - the contiguous block of pages a lane owns
  * @pool: the pool
  * @lane: lane number

@@ -441,3 +441,38 @@ int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 		lane_hint = best;
 	return ret;
 }
+
+/**
+ * hkv_extents_allocated() - are all pages of some extents allocated?
+ * @pool: the pool
+ * @ext: extents
+ * @n: number of extents
+ *
+ * Return: 0, -EINVAL (a page free or out of range, an empty extent, n 0)
+ * or -ECHILD.
+ */
+HKV_API int hkv_extents_allocated(const struct hkv_pool *pool, const struct hkv_extent *ext,
+				  unsigned n)
+{
+	struct hkv_pool *mpool = (struct hkv_pool *)pool;	/* only the locks change */
+	unsigned lo, hi, i, ln;
+	uint64_t pieces;
+	int err;
+
+	if (!pool || !ext || !n)
+		return -EINVAL;
+	if (pool_forked(pool))
+		return -ECHILD;
+	err = free_validate(pool, ext, n, &lo, &hi, &pieces);
+	if (err)
+		return err;
+	lanes_lock(mpool, lo, hi);
+	for (i = 0; !err && i < n; i++)
+		for_each_piece(pool, &ext[i], p, len, ln)
+			if (xi_check_allocated(&pool->lanes[ln].xi, p, len) == -EINVAL) {
+				err = -EINVAL;
+				break;
+			}
+	lanes_unlock(mpool, lo, hi);
+	return err;
+}

@@ -295,6 +295,47 @@ static void test_free_slots(void **state)
 	hkv_pool_destroy(p);
 }
 
+/* hkv_extents_allocated(): a bitmap check across lanes that changes nothing */
+static void test_extents_allocated(void **state)
+{
+	struct hkv_pool *p = mkpool(300, 3);	/* lanes of 100 pages */
+	struct hkv_extent a, b, e[2], part = { 120, 10 };
+	uint64_t before;
+
+	(void)state;
+	assert_int_equal(hkv_alloc(p, 100, 1, 0, &a, 1), 1);	/* all of lane 1 */
+	assert_int_equal(hkv_alloc(p, 40, 2, 0, &b, 1), 1);	/* [200, 240) */
+	before = hkv_available(p);
+	assert_int_equal(hkv_extents_allocated(p, &a, 1), 0);
+	e[0] = (struct hkv_extent){ 150, 90 };		/* spans lanes 1 and 2 */
+	assert_int_equal(hkv_extents_allocated(p, e, 1), 0);
+	e[0] = (struct hkv_extent){ 150, 91 };		/* page 240 is free */
+	assert_int_equal(hkv_extents_allocated(p, e, 1), -EINVAL);
+	e[0] = (struct hkv_extent){ 99, 2 };		/* page 99 (lane 0) is free */
+	assert_int_equal(hkv_extents_allocated(p, e, 1), -EINVAL);
+	e[0] = a;
+	e[1] = (struct hkv_extent){ 250, 1 };
+	assert_int_equal(hkv_extents_allocated(p, e, 2), -EINVAL);	/* second one free */
+	assert_int_equal(hkv_unit_add(p, 7, &b, 1), 0);		/* units count as allocated */
+	assert_int_equal(hkv_extents_allocated(p, &b, 1), 0);
+	assert_int_equal(hkv_free(p, &part, 1), 0);
+	assert_int_equal(hkv_extents_allocated(p, &a, 1), -EINVAL);
+	assert_int_equal(hkv_extents_allocated(p, &part, 1), -EINVAL);
+	/* bad input */
+	e[0] = (struct hkv_extent){ 100, 0 };
+	assert_int_equal(hkv_extents_allocated(p, e, 1), -EINVAL);
+	e[0] = (struct hkv_extent){ 299, 2 };
+	assert_int_equal(hkv_extents_allocated(p, e, 1), -EINVAL);
+	e[0] = (struct hkv_extent){ UINT64_MAX, 2 };
+	assert_int_equal(hkv_extents_allocated(p, e, 1), -EINVAL);
+	assert_int_equal(hkv_extents_allocated(p, &a, 0), -EINVAL);
+	assert_int_equal(hkv_extents_allocated(p, NULL, 1), -EINVAL);
+	assert_int_equal(hkv_extents_allocated(NULL, &a, 1), -EINVAL);
+	assert_int_equal(hkv_available(p), before + 10);	/* only the free changed it */
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
 static void test_strerror(void **state)
 {
 	static const int codes[] = { EINVAL, ENOMEM, ENOSPC, EBUSY, EEXIST, ENOENT, EUCLEAN,
@@ -322,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_free_across_lanes),
 		cmocka_unit_test(test_stats_and_print),
 		cmocka_unit_test(test_free_slots),
+		cmocka_unit_test(test_extents_allocated),
 		cmocka_unit_test(test_strerror),
 	};
 
