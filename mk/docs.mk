@@ -13,7 +13,7 @@ SPHINXBUILD	?= sphinx-build
 DOCS_OUT	:= $(BUILD)/docs
 DOCS_EXAMPLE	:= $(DOCS_OUT)/l1l2-example
 KERNELDOC	:= /usr/bin/python3 Kbuild-docs/sphinx/kerneldoc.py
-DOC_HEADERS	:= include/hugekv.h
+DOC_HEADERS	:= $(wildcard include/hugekv*.h)
 
 .PHONY: docs check-docs
 
@@ -71,11 +71,12 @@ $(BUILD)/man/%.1: man/%.1 Makefile
 # the subcommands a tool's --help lists: lines "  name   what it does"
 man_subcommands = $$($(1) --help 2>&1 | awk '/^  [a-z][a-z-]+  / {print $$1}')
 
-# $(call man_from_help,TOOL PATH,ONE LINE): the recipe of a generated page
+# $(call man_from_help,TOOL PATH,ONE LINE[,SUBCOMMANDS]): the recipe of a
+# generated page (subcommands: those --help lists, unless named)
 define man_from_help
 	$(Q)mkdir -p $(@D)
 	$(call msg,HELP2MAN,$@)
-	$(Q){ echo '[SUBCOMMANDS]'; for s in $(call man_subcommands,$(1)); do \
+	$(Q){ echo '[SUBCOMMANDS]'; for s in $(if $(3),$(3),$(call man_subcommands,$(1))); do \
 		echo ".SS $$s"; echo ".nf"; \
 		$(1) $$s --help 2>&1 | sed -e 's/\\/\\e/g' -e "s/^[.']/\\\\\\&&/"; \
 		echo ".fi"; done; } > $@.h2m

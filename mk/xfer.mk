@@ -13,7 +13,7 @@ HAVE_UCX	:= $(shell pkg-config --exists ucx 2>/dev/null && echo 1)
 
 ifeq ($(HAVE_UCX),1)
 
-XFER_VERSION	:= 0.1.0
+XFER_VERSION	:= $(VERSION)
 XFER_SONAME	:= libhugekv-xfer.so.0
 XFER_SRCS	:= $(wildcard lib/xfer/*.c)
 XFER_OBJS	:= $(XFER_SRCS:%.c=$(BUILD)/%.o)
@@ -84,11 +84,8 @@ bench-xfer: $(BUILD)/hkv-xfer
 
 # its manual page, from --help (and bench --help), so it cannot drift
 XFER_MAN	:= $(BUILD)/man/hkv-xfer.1
-$(XFER_MAN): $(BUILD)/hkv-xfer man/help2man.sh
-	$(Q)mkdir -p $(@D)
-	$(call msg,GEN,$@)
-	$(Q)man/help2man.sh $< hkv-xfer "KV page transfers between hugekv pools over UCX" \
-		bench > $@.tmp && mv $@.tmp $@
+$(XFER_MAN): $(BUILD)/hkv-xfer
+	$(call man_from_help,$<,"KV page transfers between hugekv pools over UCX",bench)
 
 install:: install-xfer
 

@@ -81,38 +81,15 @@ int xf_check_disjoint(const struct hkv_extent *e, unsigned n)
  * @e: extents, in range
  * @n: how many
  *
- * Uses the public flat free-slot view: a binary search per extent in the
- * sorted free pages, after a rebuild of the view in O(free pages) when the
- * pool changed since the last check (the core has no public range query).
- * A snapshot: the caller keeps the pages allocated for the transfer.
+ * The core's bitmap check (hkv_extents_allocated(): O(pages / 64) under the
+ * lanes' locks). A snapshot: the caller keeps the pages allocated for the
+ * transfer.
  *
- * Return: 0, -EINVAL (a page is free), -ENOMEM.
+ * Return: 0, -EINVAL (a page is free or out of range).
  */
 int xf_check_allocated(struct hkv_pool *pool, const struct hkv_extent *e, unsigned n)
 {
-	const uint64_t *slots;
-	uint64_t nfree;
-	unsigned i;
-	int err;
-
-	err = hkv_free_slots(pool, &slots, &nfree);
-	if (err)
-		return err;
-	for (i = 0; i < n; i++) {
-		uint64_t lo = 0, hi = nfree;
-
-		while (lo < hi) {	/* first free page >= start */
-			uint64_t mid = lo + (hi - lo) / 2;
-
-			if (slots[mid] < e[i].start)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < nfree && slots[lo] < e[i].start + e[i].len)
-			return -EINVAL;
-	}
-	return 0;
+	return n ? hkv_extents_allocated(pool, e, n) : 0;
 }
 
 /**

@@ -14,7 +14,6 @@
 #include "hugekv.h"
 #include "hugekv-xfer.h"
 
-#define HKV_XFER_TOOL_VERSION	"0.1.0"
 
 #define XMIN(a, b)	((a) < (b) ? (a) : (b))
 

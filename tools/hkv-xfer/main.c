@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "hkv-xfer.h"
+#include "../lib/tool.h"
 
 static void usage(FILE *f)
 {
@@ -296,8 +297,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("hkv-xfer %s\n", HKV_XFER_TOOL_VERSION);
-		return 0;
+		return tool_version("hkv-xfer");
 	}
 	if (!strcmp(cmd, "bench"))
 		return bench_main(argc - 1, argv + 1, argv[0]);
