@@ -103,6 +103,7 @@ _PROTOS = {
     "hkv_alloc": (c_int, [_P, c_u64, c_uint, c_uint, c_void_p, c_uint]),
     "hkv_alloc_lanes": (c_int, [_P, c_void_p, c_uint, c_void_p, c_uint]),
     "hkv_free": (c_int, [_P, c_void_p, c_uint]),
+    "hkv_extents_allocated": (c_int, [_P, c_void_p, c_uint]),
     "hkv_lane_range": (c_int, [_P, c_uint, ctypes.POINTER(Extent)]),
     "hkv_available": (c_u64, [_P]),
     "hkv_stats": (c_int, [_P, ctypes.POINTER(Stats)]),

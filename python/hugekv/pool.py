@@ -290,6 +290,19 @@ class Pool:
         if err:
             raise error(err, f"free of {k} extent(s): {_bad_extents(a, self.npages)}")
 
+    def allocated(self, extents):
+        """True when every page of the extents is allocated (in a unit or
+        not), False when any is free; out-of-range or empty extents raise
+        Error(EINVAL). A snapshot, changing nothing: for page numbers that
+        come from elsewhere (a transfer peer, an engine's own lists)."""
+        ptr = self._live()
+        a = as_extents(extents)
+        if a.shape[0] == 0:
+            return True
+        if ((a[:, 1] <= 0) | (a[:, 0] < 0) | (a[:, 0] + a[:, 1] > self.npages)).any():
+            raise error(-errno.EINVAL, f"allocated(): {_bad_extents(a, self.npages)}")
+        return lib.hkv_extents_allocated(ptr, a.tobytes(), a.shape[0]) == 0
+
     def lane_range(self, lane):
         """(start, len) of the pages lane owns."""
         ptr = self._live()

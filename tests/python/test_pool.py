@@ -30,6 +30,25 @@ def test_alloc_free_roundtrip():
         p.check()
 
 
+def test_allocated_query():
+    with hugekv.Pool(300, nlanes=3) as p:
+        a = p.alloc(100, lane=1)
+        b = p.alloc(40, lane=2)
+        assert p.allocated(a) and p.allocated(b)
+        assert p.allocated([(150, 90)])             # across lanes 1 and 2
+        assert not p.allocated([(150, 91)])         # page 240 is free
+        assert not p.allocated(np.vstack([a, [[250, 1]]]))
+        p.unit_add(7, b)
+        assert p.allocated(b)                       # unit pages count
+        avail = p.available
+        for bad in ([(299, 2)], [(10, 0)], [(-1, 2)]):
+            with pytest.raises(hugekv.Error) as e:
+                p.allocated(bad)
+            assert e.value.errno == errno.EINVAL
+        assert p.available == avail
+        p.check()
+
+
 def test_best_fit_and_multi_extent():
     with hugekv.Pool(100) as p:
         a, b, c, d = p.alloc(10), p.alloc(5), p.alloc(20), p.alloc(65)
