@@ -11,7 +11,6 @@
  * --repeat runs; with both 4k and 2m, the 4k/2m ratios.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <numa.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +26,14 @@
 #define AC_PAGE		(64 * 1024ull)
 #define AC_MAX_REPEAT	32
 
+struct ac_result;
+
 struct ac_opts {
 	uint64_t size, reads;
 	int mem_node, cpu_node;
 	int backing[4];
 	unsigned nbacking, repeat;
-	bool json;
+	struct ac_result *res;		/* one per backing */
 };
 
 struct ac_result {
@@ -179,56 +180,62 @@ static const char ac_usage[] =
 "  --mem-node N     node the pool is bound to (default: -1, every node)\n"
 "  --cpu-node M     node the measuring thread runs on (default: any)\n"
 "  --reads N        chase steps per run (default 4M; bandwidth reads N/4)\n"
-"  --repeat R       runs; medians reported (default 3)\n"
-"  --json           one JSON object on stdout\n"
-"  -h, --help       this text\n";
+"  --repeat R       runs; medians reported (default 3)\n";
 
-static int ac_parse(struct ac_opts *o, int argc, char **argv)
+static const struct option ac_opts_tab[] = {
+	{ "size", 1, NULL, 's' }, { "backing", 1, NULL, 'b' },
+	{ "mem-node", 1, NULL, 'm' }, { "cpu-node", 1, NULL, 'c' },
+	{ "reads", 1, NULL, 'n' }, { "repeat", 1, NULL, 'r' }, { NULL, 0, NULL, 0 },
+};
+
+static void ac_init(void *st)
 {
-	static const struct option lo[] = {
-		{ "size", 1, NULL, 's' }, { "backing", 1, NULL, 'b' },
-		{ "mem-node", 1, NULL, 'm' }, { "cpu-node", 1, NULL, 'c' },
-		{ "reads", 1, NULL, 'n' }, { "repeat", 1, NULL, 'r' },
-		{ "json", 0, NULL, 'j' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
-	};
-	uint64_t v;
-	int c, b, err = 0;
+	struct ac_opts *o = st;
 
 	o->size = 1ull << 30;
 	o->reads = 4 << 20;
 	o->repeat = 3;
 	o->mem_node = o->cpu_node = -1;
-	optind = 1;
-	while (!err && (c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 's': err = parse_count(optarg, true, &o->size); break;
-		case 'b': err = ac_backing(optarg, &b);
-			err = err ? err : (o->nbacking < 4 ? 0 : -EINVAL);
-			if (!err)
-				o->backing[o->nbacking++] = b;
-			break;
-		case 'm': err = parse_count(optarg, false, &v);
-			o->mem_node = err || v > 1023 ? -1 : (int)v;
-			err = err ? err : (v > 1023 ? -EINVAL : 0);
-			break;
-		case 'c': err = parse_count(optarg, false, &v);
-			o->cpu_node = err || v > 1023 ? -1 : (int)v;
-			err = err ? err : (v > 1023 ? -EINVAL : 0);
-			break;
-		case 'n': err = parse_count(optarg, false, &o->reads); break;
-		case 'r': err = parse_count(optarg, false, &v);
-			err = err ? err : (v >= 1 && v <= AC_MAX_REPEAT ? 0 : -EINVAL);
-			o->repeat = (unsigned)v;
-			break;
-		case 'j': o->json = true; break;
-		case 'h': fputs(ac_usage, stdout); return 1;
-		default: err = -EINVAL;
-		}
+}
+
+static int ac_parse(void *st, int c, const char *arg)
+{
+	struct ac_opts *o = st;
+	uint64_t v;
+	int b, err = 0;
+
+	switch (c) {
+	case 's': err = parse_count(arg, true, &o->size); break;
+	case 'b': err = ac_backing(arg, &b);
+		err = err ? err : (o->nbacking < 4 ? 0 : -EINVAL);
+		if (!err)
+			o->backing[o->nbacking++] = b;
+		break;
+	case 'm': err = parse_count(arg, false, &v);
+		o->mem_node = err || v > 1023 ? -1 : (int)v;
+		err = err ? err : (v > 1023 ? -EINVAL : 0);
+		break;
+	case 'c': err = parse_count(arg, false, &v);
+		o->cpu_node = err || v > 1023 ? -1 : (int)v;
+		err = err ? err : (v > 1023 ? -EINVAL : 0);
+		break;
+	case 'n': err = parse_count(arg, false, &o->reads); break;
+	case 'r': err = parse_count(arg, false, &v);
+		err = err ? err : (v >= 1 && v <= AC_MAX_REPEAT ? 0 : -EINVAL);
+		o->repeat = (unsigned)v;
+		break;
+	default: err = -EINVAL;
 	}
-	if (!err && (o->size < 16 * AC_PAGE || o->reads < 16 || optind < argc))
-		err = -EINVAL;
-	if (err) {
-		fprintf(stderr, "hkv-bench access: bad arguments; try --help\n");
+	return err;
+}
+
+static int ac_validate(void *st, int json)
+{
+	struct ac_opts *o = st;
+
+	(void)json;
+	if (o->size < 16 * AC_PAGE || o->reads < 16) {
+		fprintf(stderr, "hkv-bench access: --size wants 1M or more, --reads 16 or more\n");
 		return -EINVAL;
 	}
 	if (!o->nbacking) {
@@ -250,14 +257,16 @@ static const struct ac_result *find(const struct ac_result *res, unsigned n, int
 	return NULL;
 }
 
-static void ac_report(const struct ac_opts *o, const struct ac_result *res, unsigned n)
+static void ac_report(void *st, struct json *j)
 {
+	const struct ac_opts *o = st;
+	const struct ac_result *res = o->res;
+	unsigned n = o->nbacking;
 	const struct ac_result *s = find(res, n, HKV_BACKING_SMALL);
 	const struct ac_result *h = find(res, n, HKV_BACKING_HUGE_2M);
 	const struct ac_result *g = find(res, n, HKV_BACKING_HUGE_1G);
-	struct json j;
 
-	if (!o->json) {
+	if (!j) {
 		printf("access: %llu MiB arena, mem node %d, cpu node %d, median of %u\n",
 		       (unsigned long long)(o->size >> 20), o->mem_node, o->cpu_node, o->repeat);
 		for (unsigned i = 0; i < n; i++) {
@@ -277,60 +286,66 @@ static void ac_report(const struct ac_opts *o, const struct ac_result *res, unsi
 			       h->lat_ns / g->lat_ns, g->gbps / h->gbps);
 		return;
 	}
-	json_begin(&j, stdout);
-	json_str(&j, "bench", "access");
-	json_u64(&j, "version", 1);
-	json_u64(&j, "size", o->size);
-	json_dbl(&j, "mem_node", o->mem_node);
-	json_dbl(&j, "cpu_node", o->cpu_node);
-	json_u64(&j, "reads", o->reads);
-	json_u64(&j, "repeat", o->repeat);
-	json_arr(&j, "runs");
+	json_u64(j, "size", o->size);
+	json_dbl(j, "mem_node", o->mem_node);
+	json_dbl(j, "cpu_node", o->cpu_node);
+	json_u64(j, "reads", o->reads);
+	json_u64(j, "repeat", o->repeat);
+	json_arr(j, "runs");
 	for (unsigned i = 0; i < n; i++) {
-		json_obj(&j, NULL);
-		json_str(&j, "backing", ac_name(res[i].backing));
+		json_obj(j, NULL);
+		json_str(j, "backing", ac_name(res[i].backing));
 		if (res[i].err) {
-			json_str(&j, "error", hkv_strerror(res[i].err));
+			json_str(j, "error", hkv_strerror(res[i].err));
 		} else {
-			json_u64(&j, "hugepage_bytes", res[i].hugepage_bytes);
-			json_dbl(&j, "node", res[i].node);
-			json_dbl(&j, "latency_ns", res[i].lat_ns);
-			json_dbl(&j, "bandwidth_gbps", res[i].gbps);
+			json_u64(j, "hugepage_bytes", res[i].hugepage_bytes);
+			json_dbl(j, "node", res[i].node);
+			json_dbl(j, "latency_ns", res[i].lat_ns);
+			json_dbl(j, "bandwidth_gbps", res[i].gbps);
 		}
-		json_obj_end(&j);
+		json_obj_end(j);
 	}
-	json_arr_end(&j);
+	json_arr_end(j);
 	if (s && h) {
-		json_dbl(&j, "latency_4k_over_2m", s->lat_ns / h->lat_ns);
-		json_dbl(&j, "bandwidth_2m_over_4k", h->gbps / s->gbps);
+		json_dbl(j, "latency_4k_over_2m", s->lat_ns / h->lat_ns);
+		json_dbl(j, "bandwidth_2m_over_4k", h->gbps / s->gbps);
 	}
-	json_end(&j);
 }
 
-/**
- * bench_access() - `hkv-bench access`
- * @argc: argument count
- * @argv: arguments, argv[0] = "access"
- *
- * Return: exit status: 0, 1 when a run failed, 2 for bad arguments.
- */
-int bench_access(int argc, char **argv)
+static int ac_measure(void *st)
 {
-	struct ac_opts o = { 0 };
-	struct ac_result res[3];
-	int err = ac_parse(&o, argc, argv), bad = 0;
+	struct ac_opts *o = st;
+	int bad = 0;
 
-	if (err)
-		return err > 0 ? 0 : 2;
-	if (o.cpu_node >= 0 && numa_run_on_node(o.cpu_node)) {
-		fprintf(stderr, "hkv-bench access: cannot run on node %d\n", o.cpu_node);
-		return 1;
+	if (o->cpu_node >= 0 && numa_run_on_node(o->cpu_node)) {
+		fprintf(stderr, "hkv-bench access: cannot run on node %d\n", o->cpu_node);
+		return -EINVAL;
 	}
-	timer_init();
-	for (unsigned i = 0; i < o.nbacking; i++) {
-		ac_run(&o, o.backing[i], &res[i]);
-		bad |= res[i].err != 0;
+	o->res = calloc(o->nbacking, sizeof(*o->res));
+	if (!o->res)
+		return -ENOMEM;
+	for (unsigned i = 0; i < o->nbacking; i++) {
+		ac_run(o, o->backing[i], &o->res[i]);
+		bad |= o->res[i].err != 0;
 	}
-	ac_report(&o, res, o.nbacking);
 	return bad;
 }
+
+static void ac_fini(void *st)
+{
+	free(((struct ac_opts *)st)->res);
+}
+
+const struct bench bench_access = {
+	.name = "access",
+	.what = "touching KV pages: hugepage vs 4K backing",
+	.usage = ac_usage,
+	.opts = ac_opts_tab,
+	.size = sizeof(struct ac_opts),
+	.init = ac_init,
+	.parse = ac_parse,
+	.validate = ac_validate,
+	.measure = ac_measure,
+	.report = ac_report,
+	.fini = ac_fini,
+};

@@ -82,6 +82,7 @@ int churn_run(struct churn *c)
 	struct balloc_ops hk;
 	int err = 0;
 
+	bench_pin_cpu();
 	timer_init();
 	hkv_adapter_ops(&c->w, &hk);
 	hkv_adapter_keep_pool = true;
@@ -163,20 +164,15 @@ static const char churn_usage[] =
 "  --quick              CI size: 64K pages, 100K ops, burn-in 1, 1 run\n"
 "  --stats              print hugekv's hkv_stats_print table at the end\n"
 "                       (with --json: as \"pool_stats\")\n"
-"  --json               print one JSON object instead of the table\n"
-"  --csv DIR            write DIR/churn[-TAG]-{summary,cdf,timeline}.csv\n"
-"  --tag TAG            name part for --csv files\n"
-"  -h, --help           this text\n"
 "Environment: HKV_BENCH_CPU=N pins the run to CPU N.\n";
 
 enum {
 	O_PAGES = 256, O_CAPACITY, O_PAGE_BYTES, O_MEMORY, O_BACKING, O_OCC,
 	O_BURNIN, O_OPS, O_SIZES, O_SPLIT, O_EVICT, O_TOUCH, O_BASELINES,
-	O_BOPS, O_REPEAT, O_INTERVAL, O_SEED, O_QUICK, O_STATS, O_JSON, O_CSV,
-	O_TAG, O_NOFAMILY,
+	O_BOPS, O_REPEAT, O_INTERVAL, O_SEED, O_QUICK, O_STATS, O_NOFAMILY,
 };
 
-static const struct option churn_longopts[] = {
+const struct option churn_opts[] = {
 	{ "pages", 1, NULL, O_PAGES }, { "capacity", 1, NULL, O_CAPACITY },
 	{ "page-bytes", 1, NULL, O_PAGE_BYTES }, { "memory", 0, NULL, O_MEMORY },
 	{ "backing", 1, NULL, O_BACKING }, { "occupancy", 1, NULL, O_OCC },
@@ -186,10 +182,8 @@ static const struct option churn_longopts[] = {
 	{ "baselines", 1, NULL, O_BASELINES }, { "baseline-ops", 1, NULL, O_BOPS },
 	{ "repeat", 1, NULL, O_REPEAT }, { "interval", 1, NULL, O_INTERVAL },
 	{ "seed", 1, NULL, O_SEED }, { "quick", 0, NULL, O_QUICK },
-	{ "stats", 0, NULL, O_STATS }, { "json", 0, NULL, O_JSON },
-	{ "csv", 1, NULL, O_CSV }, { "tag", 1, NULL, O_TAG },
-	{ "no-family", 0, NULL, O_NOFAMILY },
-	{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	{ "stats", 0, NULL, O_STATS }, { "no-family", 0, NULL, O_NOFAMILY },
+	{ NULL, 0, NULL, 0 },
 };
 
 static int parse_baselines(struct churn *c, const char *s)
@@ -237,8 +231,10 @@ static int parse_evict(const char *s, int *out)
 	return -EINVAL;
 }
 
-void churn_defaults(struct churn *c)
+void churn_defaults(void *st)
 {
+	struct churn *c = st;
+
 	memset(c, 0, sizeof(*c));
 	c->w.npages = 3500000;
 	c->w.occupancy = 0.95;
@@ -251,28 +247,36 @@ void churn_defaults(struct churn *c)
 	c->page_size = 64 << 10;
 	c->repeat = 3;
 	c->family = true;
+	c->sizes_spec = "default";
 	parse_baselines(c, "all");
 }
 
-/* one option; returns 0 or -EINVAL */
-static int churn_opt(struct churn *c, int o, const char *arg, uint64_t *cap,
-		     bool *memory, const char **sizes)
+/**
+ * churn_parse_opt() - one churn option (scale takes them too)
+ * @st: a struct churn
+ * @o: the option's value in churn_opts
+ * @arg: its argument
+ *
+ * Return: 0 or -EINVAL.
+ */
+int churn_parse_opt(void *st, int o, const char *arg)
 {
+	struct churn *c = st;
 	uint64_t v = 0;
 	int err = 0;
 
 	switch (o) {
-	case O_PAGES: err = parse_count(arg, false, &c->w.npages); *cap = 0; break;
-	case O_CAPACITY: err = parse_count(arg, true, cap); break;
+	case O_PAGES: err = parse_count(arg, false, &c->w.npages); c->capacity = 0; break;
+	case O_CAPACITY: err = parse_count(arg, true, &c->capacity); break;
 	case O_PAGE_BYTES: err = parse_count(arg, true, &c->page_size);
 		err = err ? err : (c->page_size ? 0 : -EINVAL); break;
-	case O_MEMORY: *memory = true; break;
+	case O_MEMORY: c->memory = true; break;
 	case O_BACKING: err = parse_backing(arg, &c->w.backing); break;
 	case O_OCC: err = parse_double(arg, 0.05, 0.995, &c->w.occupancy); break;
 	case O_BURNIN: err = parse_double(arg, 0, 100, &c->w.burnin); break;
 	case O_OPS: err = parse_count(arg, false, &c->w.ops);
 		err = err ? err : (c->w.ops && c->w.ops <= 1000000000 ? 0 : -EINVAL); break;
-	case O_SIZES: *sizes = arg; break;
+	case O_SIZES: c->sizes_spec = arg; break;
 	case O_SPLIT: err = parse_double(arg, 0, 1, &c->w.split_share); break;
 	case O_EVICT: err = parse_evict(arg, &c->w.evict); break;
 	case O_TOUCH: err = parse_double(arg, 0, 1, &c->w.touch_share); break;
@@ -284,11 +288,8 @@ static int churn_opt(struct churn *c, int o, const char *arg, uint64_t *cap,
 	case O_INTERVAL: err = parse_count(arg, false, &c->w.interval); break;
 	case O_SEED: err = parse_count(arg, false, &c->w.seed); break;
 	case O_QUICK: c->w.npages = 65536; c->w.ops = 100000; c->w.burnin = 1;
-		c->repeat = 1; *cap = 0; break;
+		c->repeat = 1; c->capacity = 0; break;
 	case O_STATS: c->stats = true; break;
-	case O_JSON: c->json = true; break;
-	case O_CSV: c->csv = arg; break;
-	case O_TAG: c->tag = arg; break;
 	case O_NOFAMILY: c->family = false; break;
 	default: return -EINVAL;
 	}
@@ -296,96 +297,61 @@ static int churn_opt(struct churn *c, int o, const char *arg, uint64_t *cap,
 }
 
 /**
- * churn_parse() - parse churn options (scale uses the same ones)
- * @c: defaults in, options out; the size distribution is loaded
- * @argc: argument count
- * @argv: arguments, argv[0] = the subcommand
- * @usage: the help text to print
+ * churn_validate() - after the options: the space and the size distribution
+ * @st: a struct churn
+ * @json: --json was given (no progress lines then)
  *
- * Return: 0, 1 when --help was printed, -EINVAL with a message.
+ * Return: 0 or -EINVAL (message printed).
  */
-int churn_parse(struct churn *c, int argc, char **argv, const char *usage)
+int churn_validate(void *st, int json)
 {
-	const char *sizes = "default";
-	uint64_t cap = 0;
-	bool memory = false;
-	int o, err;
+	struct churn *c = st;
 
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "h", churn_longopts, NULL)) != -1) {
-		if (o == 'h') {
-			fputs(usage ? usage : churn_usage, stdout);
-			return 1;
-		}
-		err = o == '?' ? -EINVAL : churn_opt(c, o, optarg, &cap, &memory, &sizes);
-		if (err) {
-			if (o != '?')
-				fprintf(stderr, "hkv-bench: bad value for --%s: '%s'\n",
-					churn_longopts[o - O_PAGES].name, optarg ? optarg : "");
-			fprintf(stderr, "try 'hkv-bench %s --help'\n", argv[0]);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "hkv-bench: unexpected argument '%s'\n", argv[optind]);
-		return -EINVAL;
-	}
-	if (cap)
-		c->w.npages = cap / c->page_size;
+	c->json = json;
+	c->quiet = json;
+	if (c->capacity)
+		c->w.npages = c->capacity / c->page_size;
 	if (c->w.npages < 1024 || c->w.npages > UINT32_MAX - 1) {
 		fprintf(stderr, "hkv-bench: the space must hold 1024 .. 2^32-2 pages\n");
 		return -EINVAL;
 	}
-	c->w.page_bytes = memory ? c->page_size : 0;
+	c->w.page_bytes = c->memory ? c->page_size : 0;
 	if (!c->w.interval)
 		c->w.interval = c->w.ops / 50 ? c->w.ops / 50 : 1;
 	/* a request must fit well inside the space */
-	return sizes_load(&c->w.sizes, sizes, c->w.npages / 16);
+	return sizes_load(&c->w.sizes, c->sizes_spec, c->w.npages / 16);
 }
 
-/**
- * bench_churn() - `hkv-bench churn`
- * @argc: argument count
- * @argv: arguments, argv[0] = "churn"
- *
- * Return: exit status.
- */
-int bench_churn(int argc, char **argv)
+static int churn_measure(void *st)
 {
-	struct churn *c = malloc(sizeof(*c));
-	int err;
-
-	if (!c)
-		return 1;
-	churn_defaults(c);
-	err = churn_parse(c, argc, argv, NULL);
-	if (err) {
-		free(c);
-		return err > 0 ? 0 : 2;
-	}
-	bench_pin_cpu();
-	c->quiet = c->json;
-	err = churn_run(c);
-	if (!err && c->csv)
-		err = report_csv(c, c->csv, c->tag);
-	if (!err) {
-		if (c->json) {
-			struct json j;
-
-			json_begin(&j, stdout);
-			json_str(&j, "bench", "churn");
-			json_u64(&j, "version", 1);
-			report_json_body(c, &j);
-			family_json(c, &j);
-			json_end(&j);
-		} else {
-			report_text(c, stdout);
-			family_text(c, stdout);
-		}
-		if (c->stats && hkv_adapter_last_pool && !c->json)
-			hkv_stats_print(hkv_adapter_last_pool, stdout, 0);
-	}
-	churn_free(c);
-	free(c);
-	return err ? 1 : 0;
+	return churn_run(st);
 }
+
+static void churn_report(void *st, struct json *j)
+{
+	struct churn *c = st;
+
+	if (j) {
+		report_json_body(c, j);
+		family_json(c, j);
+		return;
+	}
+	report_text(c, stdout);
+	family_text(c, stdout);
+	if (c->stats && hkv_adapter_last_pool)
+		hkv_stats_print(hkv_adapter_last_pool, stdout, 0);
+}
+
+const struct bench bench_churn = {
+	.name = "churn",
+	.what = "steady-state churn near full occupancy, with baselines",
+	.usage = churn_usage,
+	.opts = churn_opts,
+	.size = sizeof(struct churn),
+	.init = churn_defaults,
+	.parse = churn_parse_opt,
+	.validate = churn_validate,
+	.measure = churn_measure,
+	.report = churn_report,
+	.fini = (void (*)(void *))churn_free,
+};

@@ -7,6 +7,7 @@
 #ifndef HKV_BENCH_CHURN_H
 #define HKV_BENCH_CHURN_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -169,8 +170,10 @@ struct churn {
 	bool stats;			/* print the last pool's hkv_stats */
 	bool quiet;			/* no progress lines on stderr */
 	bool json;			/* output */
-	const char *csv, *tag;
 	uint64_t page_size;		/* bytes per page, for display */
+	uint64_t capacity;		/* --capacity: pages = capacity / page_size */
+	bool memory;			/* --memory */
+	const char *sizes_spec;		/* --sizes */
 	/* results */
 	struct trace t;
 	struct result hkv[CHURN_MAX_REPEAT];
@@ -183,9 +186,11 @@ struct churn {
 	bool have_fam;
 };
 
-void churn_defaults(struct churn *c);
-/* 0, 1 (--help printed), or -EINVAL (message printed) */
-int churn_parse(struct churn *c, int argc, char **argv, const char *usage);
+/* the churn benchmark's steps (bench.h); scale uses them for each point */
+extern const struct option churn_opts[];
+void churn_defaults(void *st);
+int churn_parse_opt(void *st, int o, const char *arg);
+int churn_validate(void *st, int json);
 int churn_run(struct churn *c);
 void churn_free(struct churn *c);
 const char *evict_name(int evict);
@@ -197,8 +202,6 @@ void family_json(const struct churn *c, struct json *j);
 
 /* report.c */
 void report_text(const struct churn *c, FILE *f);
-void report_json(const struct churn *c, FILE *f);
-int report_csv(const struct churn *c, const char *dir, const char *tag);
 void report_json_body(const struct churn *c, struct json *j);
 
 #endif /* HKV_BENCH_CHURN_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * common.h - helpers shared by hkv-bench subcommands: the per-call timer,
- * sample sets and percentiles, CSV files, a seeded RNG, request-size
+ * sample sets and percentiles, a seeded RNG, request-size
  * distributions and option parsing; the JSON writer, the number parser and
  * the clock are the tools' own (tools/lib).
  */
@@ -91,10 +91,6 @@ double median_d(double *v, unsigned n);
 /* ---- JSON: the tools' writer (tools/lib/json_writer.h) ----------------- */
 /* a latency summary as {"n": .., "mean": .., "p50": .., ...} */
 void json_lat(struct json *j, const char *key, const struct lat *l);
-
-/* ---- CSV ---------------------------------------------------------------- */
-/* opens DIR/NAME for writing (DIR created); prints why on failure */
-FILE *csv_open(const char *dir, const char *name, const char *header);
 
 /* ---- RNG: splitmix64 seeded, xoshiro256** ------------------------------- */
 struct rng {

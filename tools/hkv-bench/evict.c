@@ -12,7 +12,6 @@
  * of hkv_alloc (eviction included), medians over --repeat seeds.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,34 +181,32 @@ static int ev_median(struct ev_cfg c, unsigned rep, struct ev_res *out)
 	return err;
 }
 
-static void ev_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: hkv-bench evict [options]\n"
-		"  planned eviction in a full cache: extents per allocation and eviction\n"
-		"  runs, victim window 1 (plain LRU) vs 8 (prefer units bordering free\n"
-		"  extents), without and with a watermark gap, at each occupancy.\n\n"
-		"  --npages N       index-only pool size (default 1M)\n"
-		"  --occupancy LIST comma-separated percentages (default 95,98)\n"
-		"  --gap PCT        high - low watermark in %% of the pool (default 1)\n"
-		"  --ops N          measured allocations per run (default 200K)\n"
-		"  --warm N         allocations before measuring (default 3 x fill)\n"
-		"  --touch P        probability of touching a live unit per step (default 0.5)\n"
-		"  --remove P       probability of removing a random live unit (default 0)\n"
-		"  --sizes SPEC     request sizes: default (n^-1.6, 1..4096) or a file\n"
-		"  --repeat R       seeds per configuration, medians reported (default 3)\n"
-		"  --seed S         first seed (default 1)\n"
-		"  --json           one JSON object on stdout\n"
-		"  --csv DIR        write DIR/evict.csv\n"
-		"  -h, --help       this text\n");
-}
+static const char ev_usage[] =
+"usage: hkv-bench evict [options]\n"
+"  planned eviction in a full cache: extents per allocation and eviction\n"
+"  runs, victim window 1 (plain LRU) vs 8 (prefer units bordering free\n"
+"  extents), without and with a watermark gap, at each occupancy.\n\n"
+"  --npages N       index-only pool size (default 1M)\n"
+"  --occupancy LIST comma-separated percentages (default 95,98)\n"
+"  --gap PCT        high - low watermark in % of the pool (default 1)\n"
+"  --ops N          measured allocations per run (default 200K)\n"
+"  --warm N         allocations before measuring (default 3 x fill)\n"
+"  --touch P        probability of touching a live unit per step (default 0.5)\n"
+"  --remove P       probability of removing a random live unit (default 0)\n"
+"  --sizes SPEC     request sizes: default (n^-1.6, 1..4096) or a file\n"
+"  --repeat R       seeds per configuration, medians reported (default 3)\n"
+"  --seed S         first seed (default 1)\n";
+
+#define EV_MAX_OCC	8
 
 struct ev_opts {
 	struct ev_cfg c;
-	double occ[8];
+	double occ[EV_MAX_OCC];
 	unsigned nocc, rep;
-	bool json;
-	const char *csv, *sizes;
+	const char *sizes_spec;
+	struct sizes sz;
+	bool have_sz;
+	struct ev_res res[EV_MAX_OCC][4];
 };
 
 static int ev_parse_occ(const char *s, struct ev_opts *o)
@@ -227,43 +224,59 @@ static int ev_parse_occ(const char *s, struct ev_opts *o)
 	return o->nocc ? 0 : -EINVAL;
 }
 
-static int ev_parse(int argc, char **argv, struct ev_opts *o)
-{
-	static const struct option lo[] = {
-		{ "npages", 1, NULL, 'n' }, { "occupancy", 1, NULL, 'o' },
-		{ "gap", 1, NULL, 'g' }, { "ops", 1, NULL, 'p' }, { "warm", 1, NULL, 'w' },
-		{ "touch", 1, NULL, 't' }, { "remove", 1, NULL, 'x' }, { "sizes", 1, NULL, 's' },
-		{ "repeat", 1, NULL, 'r' }, { "seed", 1, NULL, 'S' },
-		{ "json", 0, NULL, 'j' }, { "csv", 1, NULL, 'c' }, { "help", 0, NULL, 'h' },
-		{ 0 }
-	};
-	uint64_t v;
-	int ch, err = 0;
+static const struct option ev_opts_tab[] = {
+	{ "npages", 1, NULL, 'n' }, { "occupancy", 1, NULL, 'o' },
+	{ "gap", 1, NULL, 'g' }, { "ops", 1, NULL, 'p' }, { "warm", 1, NULL, 'w' },
+	{ "touch", 1, NULL, 't' }, { "remove", 1, NULL, 'x' }, { "sizes", 1, NULL, 's' },
+	{ "repeat", 1, NULL, 'r' }, { "seed", 1, NULL, 'S' }, { 0 }
+};
 
-	optind = 1;
-	while (!err && (ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'n': err = parse_count(optarg, false, &o->c.npages); break;
-		case 'o': err = ev_parse_occ(optarg, o); break;
-		case 'g': err = parse_double(optarg, 0, 50, &o->c.gap); o->c.gap /= 100; break;
-		case 'p': err = parse_count(optarg, false, &o->c.ops); break;
-		case 'w': err = parse_count(optarg, false, &o->c.warm); break;
-		case 't': err = parse_double(optarg, 0, 1, &o->c.touch); break;
-		case 'x': err = parse_double(optarg, 0, 1, &o->c.remove); break;
-		case 's': o->sizes = optarg; break;
-		case 'r': err = parse_count(optarg, false, &v);
-			  err = err || !v || v > 64 ? -EINVAL : 0; o->rep = (unsigned)v; break;
-		case 'S': err = parse_count(optarg, false, &o->c.seed); break;
-		case 'j': o->json = true; break;
-		case 'c': o->csv = optarg; break;
-		case 'h': ev_usage(stdout); return 1;
-		default: err = -EINVAL;
-		}
+static void ev_init(void *st)
+{
+	struct ev_opts *o = st;
+
+	o->c = (struct ev_cfg){ .npages = 1000000, .ops = 200000, .seed = 1, .gap = 0.01,
+				.touch = 0.5 };
+	o->occ[0] = 0.95;
+	o->occ[1] = 0.98;
+	o->nocc = 2;
+	o->rep = 3;
+	o->sizes_spec = "default";
+}
+
+static int ev_parse(void *st, int ch, const char *arg)
+{
+	struct ev_opts *o = st;
+	uint64_t v;
+	int err = -EINVAL;
+
+	switch (ch) {
+	case 'n': return parse_count(arg, false, &o->c.npages) || !o->c.npages ? -EINVAL : 0;
+	case 'o': return ev_parse_occ(arg, o);
+	case 'g': err = parse_double(arg, 0, 50, &o->c.gap); o->c.gap /= 100; break;
+	case 'p': return parse_count(arg, false, &o->c.ops) || !o->c.ops ? -EINVAL : 0;
+	case 'w': return parse_count(arg, false, &o->c.warm);
+	case 't': return parse_double(arg, 0, 1, &o->c.touch);
+	case 'x': return parse_double(arg, 0, 1, &o->c.remove);
+	case 's': o->sizes_spec = arg; return 0;
+	case 'r': err = parse_count(arg, false, &v);
+		  err = err || !v || v > 64 ? -EINVAL : 0; o->rep = (unsigned)v; break;
+	case 'S': return parse_count(arg, false, &o->c.seed);
 	}
-	if (err || optind < argc || !o->c.npages || !o->c.ops) {
-		ev_usage(stderr);
+	return err;
+}
+
+static int ev_validate(void *st, int json)
+{
+	struct ev_opts *o = st;
+
+	(void)json;
+	if (sizes_load(&o->sz, o->sizes_spec, o->c.npages / 64))
 		return -EINVAL;
-	}
+	o->have_sz = true;
+	o->c.sizes = &o->sz;
+	if (!o->c.warm)
+		o->c.warm = (uint64_t)(3 * o->c.npages / o->sz.mean);
 	return 0;
 }
 
@@ -290,96 +303,95 @@ static void ev_json_row(struct json *j, const struct ev_cfg *c, const struct ev_
 	json_obj_end(j);
 }
 
-/**
- * bench_evict() - hkv-bench evict
- * @argc: argument count, argv[0] = "evict"
- * @argv: arguments
- *
- * Return: process exit status.
- */
-int bench_evict(int argc, char **argv)
+/* configuration k of occupancy i: window 1 or 8, without or with the gap */
+static struct ev_cfg ev_config(const struct ev_opts *o, unsigned i, unsigned k)
 {
-	struct ev_opts o = { .c = { .npages = 1000000, .ops = 200000, .seed = 1, .gap = 0.01,
-				    .touch = 0.5 },
-			     .occ = { 0.95, 0.98 }, .nocc = 2, .rep = 3, .sizes = "default" };
-	struct ev_res res[8][4];
-	struct sizes sz;
-	FILE *csv = NULL;
-	struct json j;
-	int err = ev_parse(argc, argv, &o);
+	struct ev_cfg c = o->c;
 
-	if (err)
-		return err > 0 ? 0 : 2;
-	if (sizes_load(&sz, o.sizes, o.c.npages / 64))
-		return 2;
-	o.c.sizes = &sz;
-	if (!o.c.warm)
-		o.c.warm = (uint64_t)(3 * o.c.npages / sz.mean);
-	if (o.csv && !(csv = csv_open(o.csv, "evict.csv",
-			"occupancy,gap,window,extents_per_alloc,multi_share,runs_per_1k,"
-			"units_per_run,p50_ns,p99_ns,p999_ns,failures"))) {
-		sizes_free(&sz);
-		return 2;
-	}
-	if (!o.json)
-		printf("hkv-bench evict: %llu pages, sizes %s (mean %.1f), %llu+%llu allocs, "
-		       "touch %.2f, remove %.2f, median of %u seeds\n"
-		       "  occ%%  gap%% window ext/alloc  multi  runs/1k units/run  p50ns   p99ns"
-		       "   p999ns  fails\n",
-		       (unsigned long long)o.c.npages, sz.name, sz.mean,
-		       (unsigned long long)o.c.warm, (unsigned long long)o.c.ops, o.c.touch, o.c.remove, o.rep);
-	for (unsigned i = 0; i < o.nocc && !err; i++) {
-		for (unsigned k = 0; k < 4 && !err; k++) {
-			struct ev_cfg c = o.c;
-
-			c.occ = o.occ[i];
-			c.gap = k & 2 ? o.c.gap : 0;
-			c.window = k & 1 ? 8 : 1;
-			err = ev_median(c, o.rep, &res[i][k]);
-			if (!err && !o.json)
-				ev_print_row(stdout, &c, &res[i][k]);
-			if (!err && csv)
-				fprintf(csv, "%g,%g,%u,%.4f,%.4f,%.3f,%.2f,%.0f,%.0f,%.0f,%llu\n",
-					c.occ, c.gap, c.window, res[i][k].epa, res[i][k].multi,
-					res[i][k].runs_per_kalloc, res[i][k].units_per_run,
-					res[i][k].lat.p50, res[i][k].lat.p99, res[i][k].lat.p999,
-					(unsigned long long)res[i][k].failures);
-		}
-	}
-	if (err) {
-		fprintf(stderr, "hkv-bench evict: %s\n", hkv_strerror(err));
-	} else if (o.json) {
-		json_begin(&j, stdout);
-		json_str(&j, "bench", "evict");
-		json_u64(&j, "npages", o.c.npages);
-		json_str(&j, "sizes", sz.name);
-		json_u64(&j, "ops", o.c.ops);
-		json_dbl(&j, "touch", o.c.touch);
-		json_dbl(&j, "remove", o.c.remove);
-		json_u64(&j, "repeat", o.rep);
-		json_arr(&j, "results");
-		for (unsigned i = 0; i < o.nocc; i++) {
-			for (unsigned k = 0; k < 4; k++) {
-				struct ev_cfg c = o.c;
-
-				c.occ = o.occ[i];
-				c.gap = k & 2 ? o.c.gap : 0;
-				c.window = k & 1 ? 8 : 1;
-				ev_json_row(&j, &c, &res[i][k]);
-			}
-		}
-		json_arr_end(&j);
-		json_end(&j);
-	} else {
-		for (unsigned i = 0; i < o.nocc; i++)
-			printf("occupancy %.1f%%: ext/alloc window 8 / window 1 = %.3f (no gap), "
-			       "%.3f (gap); eviction runs gap / no gap = %.3f (window 1)\n",
-			       100 * o.occ[i], res[i][1].epa / res[i][0].epa,
-			       res[i][3].epa / res[i][2].epa,
-			       res[i][2].runs_per_kalloc / res[i][0].runs_per_kalloc);
-	}
-	if (csv)
-		fclose(csv);
-	sizes_free(&sz);
-	return err ? 1 : 0;
+	c.occ = o->occ[i];
+	c.gap = k & 2 ? o->c.gap : 0;
+	c.window = k & 1 ? 8 : 1;
+	return c;
 }
+
+static int ev_measure(void *st)
+{
+	struct ev_opts *o = st;
+	int err = 0;
+
+	for (unsigned i = 0; i < o->nocc && !err; i++)
+		for (unsigned k = 0; k < 4 && !err; k++) {
+			struct ev_cfg c = ev_config(o, i, k);
+
+			err = ev_median(c, o->rep, &o->res[i][k]);
+		}
+	if (err)
+		fprintf(stderr, "hkv-bench evict: %s\n", hkv_strerror(err));
+	return err;
+}
+
+static void ev_report(void *st, struct json *j)
+{
+	struct ev_opts *o = st;
+
+	if (j) {
+		json_u64(j, "npages", o->c.npages);
+		json_str(j, "sizes", o->sz.name);
+		json_u64(j, "ops", o->c.ops);
+		json_dbl(j, "touch", o->c.touch);
+		json_dbl(j, "remove", o->c.remove);
+		json_u64(j, "repeat", o->rep);
+		json_arr(j, "results");
+		for (unsigned i = 0; i < o->nocc; i++)
+			for (unsigned k = 0; k < 4; k++) {
+				struct ev_cfg c = ev_config(o, i, k);
+
+				ev_json_row(j, &c, &o->res[i][k]);
+			}
+		json_arr_end(j);
+		return;
+	}
+	printf("hkv-bench evict: %llu pages, sizes %s (mean %.1f), %llu+%llu allocs, "
+	       "touch %.2f, remove %.2f, median of %u seeds\n"
+	       "  occ%%  gap%% window ext/alloc  multi  runs/1k units/run  p50ns   p99ns"
+	       "   p999ns  fails\n",
+	       (unsigned long long)o->c.npages, o->sz.name, o->sz.mean,
+	       (unsigned long long)o->c.warm, (unsigned long long)o->c.ops, o->c.touch,
+	       o->c.remove, o->rep);
+	for (unsigned i = 0; i < o->nocc; i++)
+		for (unsigned k = 0; k < 4; k++) {
+			struct ev_cfg c = ev_config(o, i, k);
+
+			ev_print_row(stdout, &c, &o->res[i][k]);
+		}
+	for (unsigned i = 0; i < o->nocc; i++) {
+		const struct ev_res *r = o->res[i];
+
+		printf("occupancy %.1f%%: ext/alloc window 8 / window 1 = %.3f (no gap), "
+		       "%.3f (gap); eviction runs gap / no gap = %.3f (window 1)\n",
+		       100 * o->occ[i], r[1].epa / r[0].epa, r[3].epa / r[2].epa,
+		       r[2].runs_per_kalloc / r[0].runs_per_kalloc);
+	}
+}
+
+static void ev_fini(void *st)
+{
+	struct ev_opts *o = st;
+
+	if (o->have_sz)
+		sizes_free(&o->sz);
+}
+
+const struct bench bench_evict = {
+	.name = "evict",
+	.what = "planned eviction: victim choice and coalescing",
+	.usage = ev_usage,
+	.opts = ev_opts_tab,
+	.size = sizeof(struct ev_opts),
+	.init = ev_init,
+	.parse = ev_parse,
+	.validate = ev_validate,
+	.measure = ev_measure,
+	.report = ev_report,
+	.fini = ev_fini,
+};

@@ -3,8 +3,10 @@
  * lanes.c - `hkv-bench lanes`: allocation throughput of 1 thread, of 2
  * threads on their own lanes, and of 2 threads sharing one lane. Each
  * thread churns its own allocations (random victims) at the target
- * occupancy of its share, after a burn-in; the figure is ops per second
- * over the slowest thread's wall time, median of the repeats.
+ * occupancy of its share with the churn workload's state machine
+ * (workload.c: fill, one space of burn-in churn, the measured ops); the
+ * figure is ops per second over the slowest thread's wall time, median of
+ * the repeats.
  *
  * Handoff (the engine pattern: a scheduler allocates, a backup thread frees):
  * one thread allocates and picks the victims, and hands each victim through
@@ -13,7 +15,6 @@
  * freed.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -21,22 +22,15 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
-#include "hugekv.h"
+#include "workload.h"
 
 #define LANES_MAX_REPEAT	15
 #define LANES_MAX_SIZE		4096	/* request sizes are capped here */
 
-struct lrec {
-	uint32_t n;
-	struct hkv_extent one;
-	struct hkv_extent *many;
-};
-
 #define RING_SIZE	4096	/* victims in flight, handoff mode */
 
 struct ring {			/* single producer, single consumer */
-	struct lrec slot[RING_SIZE];
+	struct rec slot[RING_SIZE];
 	uint64_t head __attribute__((aligned(64)));	/* written by the consumer */
 	uint64_t tail __attribute__((aligned(64)));	/* written by the producer */
 	int done;		/* producer finished */
@@ -45,10 +39,9 @@ struct ring {			/* single producer, single consumer */
 struct lthread {
 	struct hkv_pool *pool;
 	struct ring *ring;	/* handoff: producer (allocates) or consumer */
-	bool consumer;
 	unsigned lane, cpu;
-	uint64_t target, ops, burnin_ops;
-	const struct sizes *sizes;
+	uint64_t ops;		/* measured: the workload's, 0 for a consumer */
+	struct workload w;	/* this thread's share of the space */
 	pthread_barrier_t *bar;
 	uint64_t ns;		/* measured loop */
 	int err;
@@ -74,8 +67,7 @@ struct lanes_opts {
 	uint64_t pages, ops;
 	double occupancy;
 	unsigned repeat;
-	bool json;
-	const char *csv;
+	const char *sizes_spec;
 	struct sizes sizes;
 	double mops[NCFG][LANES_MAX_REPEAT], med[NCFG];
 };
@@ -89,7 +81,7 @@ static void lt_pin(const struct lthread *t)
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);	/* best effort */
 }
 
-static int lt_alloc(struct lthread *t, struct lrec *r, uint32_t n, struct hkv_extent *ext)
+static int lt_alloc(struct lthread *t, struct rec *r, uint32_t n, struct hkv_extent *ext)
 {
 	int k = hkv_alloc(t->pool, n, t->lane, 0, ext, n);
 
@@ -108,7 +100,7 @@ static int lt_alloc(struct lthread *t, struct lrec *r, uint32_t n, struct hkv_ex
 	return 0;
 }
 
-static int lt_free(struct lthread *t, struct lrec *r)
+static int lt_free(struct lthread *t, struct rec *r)
 {
 	int err = hkv_free(t->pool, r->n == 1 ? &r->one : r->many, r->n);
 
@@ -117,66 +109,7 @@ static int lt_free(struct lthread *t, struct lrec *r)
 	return err;
 }
 
-/* one thread's churn: alloc when the next request fits its share, else
- * free a random live allocation; -ENOMEM on a shared lane frees instead */
-static void *lt_main(void *arg)
-{
-	struct lthread *t = arg;
-	uint64_t cap = t->target + 1, live_pages = 0, nlive = 0, t0 = 0;
-	struct lrec *live = calloc(cap, sizeof(*live));
-	uint32_t *lsize = calloc(cap, sizeof(*lsize));
-	struct hkv_extent *ext = malloc(LANES_MAX_SIZE * sizeof(*ext));
-	struct rng rng;
-	uint32_t next;
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(t->cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);	/* best effort */
-	rng_seed(&rng, t->seed);
-	next = sizes_draw(t->sizes, &rng);
-	if (!live || !lsize || !ext)
-		t->err = -ENOMEM;
-	for (uint64_t i = 0; i < t->burnin_ops + t->ops; i++) {
-		if (i == t->burnin_ops) {
-			pthread_barrier_wait(t->bar);	/* measure together */
-			t0 = now_ns();
-		}
-		if (t->err)
-			continue;
-		if (live_pages + next <= t->target) {
-			int err = lt_alloc(t, &live[nlive], next, ext);
-
-			if (!err) {
-				lsize[nlive++] = next;
-				live_pages += next;
-				next = sizes_draw(t->sizes, &rng);
-				continue;
-			}
-			if (err != -ENOMEM || !nlive) {
-				t->err = err;
-				continue;
-			}
-		}
-		if (nlive) {
-			uint64_t v = rng_below(&rng, nlive);
-
-			t->err = lt_free(t, &live[v]);
-			live_pages -= lsize[v];
-			live[v] = live[--nlive];
-			lsize[v] = lsize[nlive];
-		}
-	}
-	t->ns = now_ns() - t0;
-	while (nlive)
-		lt_free(t, &live[--nlive]);
-	free(live);
-	free(lsize);
-	free(ext);
-	return NULL;
-}
-
-static void ring_push(struct ring *r, const struct lrec *x)
+static void ring_push(struct ring *r, const struct rec *x)
 {
 	uint64_t t = r->tail;
 
@@ -184,6 +117,81 @@ static void ring_push(struct ring *r, const struct lrec *x)
 		sched_yield();	/* the consumer is behind */
 	r->slot[t % RING_SIZE] = *x;
 	__atomic_store_n(&r->tail, t + 1, __ATOMIC_RELEASE);
+}
+
+/* one op of the churn: alloc when the next request fits the share, else
+ * release a random live allocation (free it, or hand it to the consumer
+ * once measuring). -ENOMEM on a shared lane releases instead; a handoff
+ * producer waits for the consumer then (1: the op did not happen). */
+static int lt_op(struct lthread *t, struct gen *g, struct rec *rec,
+		 struct hkv_extent *ext, bool measuring)
+{
+	uint32_t id, p, pages;
+
+	if (gen_fits(g)) {
+		int err = lt_alloc(t, &rec[g->nlive], g->pending, ext);
+
+		if (!err)
+			return gen_alloc(g, &pages) < 0 ? -ENOMEM : 0;
+		if (err != -ENOMEM || !g->nlive || (t->ring && !measuring))
+			return err;
+		if (t->ring) {
+			sched_yield();	/* handed pages not freed yet */
+			return 1;
+		}
+	}
+	if (!g->nlive)
+		return -EINVAL;
+	id = gen_pick(g);
+	p = g->pos[id];
+	if (t->ring && measuring)
+		ring_push(t->ring, &rec[p]);
+	else if (lt_free(t, &rec[p]))
+		return -EUCLEAN;
+	rec[p] = rec[g->nlive - 1];
+	gen_remove(g, id);
+	return 0;
+}
+
+/* a churning thread (or a handoff producer) */
+static void *lt_main(void *arg)
+{
+	struct lthread *t = arg;
+	uint64_t cap = (uint64_t)(t->w.occupancy * t->w.npages) + 1, t0 = 0;
+	struct rec *rec = calloc(cap, sizeof(*rec));
+	struct hkv_extent *ext = malloc(LANES_MAX_SIZE * sizeof(*ext));
+	bool started = false;
+	struct gen g;
+	int ph;
+
+	lt_pin(t);
+	gen_init(&g, &t->w);
+	t->err = rec && ext ? 0 : -ENOMEM;
+	while (!t->err && (ph = gen_phase(&g)) != PH_DONE) {
+		int r;
+
+		if (ph == PH_MEASURE && !started) {
+			pthread_barrier_wait(t->bar);	/* measure together */
+			started = true;
+			t0 = now_ns();
+		}
+		r = lt_op(t, &g, rec, ext, ph == PH_MEASURE);
+		if (r < 0)
+			t->err = r;
+		else if (!r)
+			gen_count(&g, ph);
+	}
+	if (!started)		/* failed before measuring: do not strand the others */
+		pthread_barrier_wait(t->bar);
+	if (t->ring)
+		__atomic_store_n(&t->ring->done, 1, __ATOMIC_RELEASE);
+	t->ns = now_ns() - t0;
+	while (rec && g.nlive)
+		lt_free(t, &rec[--g.nlive]);
+	gen_fini(&g);
+	free(rec);
+	free(ext);
+	return NULL;
 }
 
 /* handoff consumer: free what the producer hands over until it is done;
@@ -208,7 +216,7 @@ static void *lt_consumer(void *arg)
 			continue;
 		}
 		for (; h < tail; h++) {
-			struct lrec *x = &r->slot[h % RING_SIZE];
+			struct rec *x = &r->slot[h % RING_SIZE];
 
 			if (!t->err)
 				t->err = lt_free(t, x);
@@ -219,69 +227,6 @@ static void *lt_consumer(void *arg)
 	}
 	t->ns = now_ns() - t0;
 	t->ops = 0;
-	return NULL;
-}
-
-/* handoff producer: allocate; when full, hand a random victim over (after
- * a burn-in where it frees them itself) */
-static void *lt_producer(void *arg)
-{
-	struct lthread *t = arg;
-	uint64_t cap = t->target + 1, live_pages = 0, nlive = 0, t0 = 0;
-	struct lrec *live = calloc(cap, sizeof(*live));
-	uint32_t *lsize = calloc(cap, sizeof(*lsize));
-	struct hkv_extent *ext = malloc(LANES_MAX_SIZE * sizeof(*ext));
-	struct rng rng;
-	uint32_t next;
-
-	lt_pin(t);
-	rng_seed(&rng, t->seed);
-	next = sizes_draw(t->sizes, &rng);
-	if (!live || !lsize || !ext)
-		t->err = -ENOMEM;
-	for (uint64_t i = 0; i < t->burnin_ops + t->ops; i++) {
-		if (i == t->burnin_ops) {
-			pthread_barrier_wait(t->bar);	/* the consumer starts */
-			t0 = now_ns();
-		}
-		if (t->err)
-			continue;
-		if (live_pages + next <= t->target) {
-			int err = lt_alloc(t, &live[nlive], next, ext);
-
-			if (!err) {
-				lsize[nlive++] = next;
-				live_pages += next;
-				next = sizes_draw(t->sizes, &rng);
-				continue;
-			}
-			if (err != -ENOMEM || i < t->burnin_ops) {
-				t->err = err;
-				continue;
-			}
-			sched_yield();	/* handed pages not freed yet */
-			i--;
-			continue;
-		}
-		if (nlive) {
-			uint64_t v = rng_below(&rng, nlive);
-
-			if (i < t->burnin_ops)
-				t->err = lt_free(t, &live[v]);
-			else
-				ring_push(t->ring, &live[v]);
-			live_pages -= lsize[v];
-			live[v] = live[--nlive];
-			lsize[v] = lsize[nlive];
-		}
-	}
-	__atomic_store_n(&t->ring->done, 1, __ATOMIC_RELEASE);
-	t->ns = now_ns() - t0;
-	while (nlive)
-		lt_free(t, &live[--nlive]);
-	free(live);
-	free(lsize);
-	free(ext);
 	return NULL;
 }
 
@@ -312,20 +257,18 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 		t[i] = (struct lthread){
 			.pool = pool, .lane = cfg->shared ? 0 : i,
 			.cpu = (unsigned)(ncpu > 1 ? i % ncpu : 0),
-			.target = (uint64_t)(o->occupancy * o->pages / cfg->threads),
-			.ops = o->ops, .sizes = &o->sizes, .bar = &bar,
-			.seed = 1000 * rep + i + 1,
+			.ops = o->ops, .bar = &bar,
+			.w = { .npages = o->pages / cfg->threads, .occupancy = o->occupancy,
+			       .burnin = 1, .ops = o->ops, .sizes = o->sizes,
+			       .seed = 1000 * rep + i + 1 },
 		};
-		t[i].burnin_ops = t[i].target / (uint64_t)(o->sizes.mean + 1) * 4;
 		if (cfg->handoff) {	/* one producer over the whole lane */
 			t[i].ring = ring;
-			t[i].consumer = i == 1;
-			t[i].target = (uint64_t)(o->occupancy * o->pages);
-			t[i].burnin_ops = t[i].target / (uint64_t)(o->sizes.mean + 1) * 4;
-			t[i].ops = 2 * o->ops;
+			t[i].w.npages = o->pages;
+			t[i].w.ops = t[i].ops = 2 * o->ops;
 		}
-		if (pthread_create(&tid[i], NULL, !cfg->handoff ? lt_main :
-				   i ? lt_consumer : lt_producer, &t[i])) {
+		if (pthread_create(&tid[i], NULL, cfg->handoff && i ? lt_consumer : lt_main,
+				   &t[i])) {
 			fprintf(stderr, "hkv-bench: cannot start a thread\n");
 			err = -EAGAIN;
 			t[i].ns = t[i].ops = 0;
@@ -356,61 +299,83 @@ static const char lanes_usage[] =
 "and handoff: one thread allocates and hands each victim to a second\n"
 "thread that frees it (both on one lane).\n"
 "\n"
-"  --pages N        pages in the pool (default 1M)\n"
-"  --ops N          measured ops per thread (default 1M)\n"
-"  --occupancy F    live share (default 0.95)\n"
-"  --sizes S        default|FILE, as for churn (capped at 4096 pages)\n"
-"  --repeat R       runs per configuration; medians reported (default 3)\n"
-"  --json           one JSON object on stdout\n"
-"  --csv DIR        write DIR/lanes.csv\n"
-"  -h, --help       this text\n";
+"  --pages N            pages in the pool (default 1M)\n"
+"  --ops N              measured ops per thread (default 1M)\n"
+"  --occupancy F        live share (default 0.95)\n"
+"  --sizes S            default|FILE, as for churn (capped at 4096 pages)\n"
+"  --repeat R           runs per configuration; medians reported (default 3)\n";
 
-static int lanes_parse(struct lanes_opts *o, int argc, char **argv)
+static const struct option lanes_opts[] = {
+	{ "pages", 1, NULL, 'p' }, { "ops", 1, NULL, 'o' },
+	{ "occupancy", 1, NULL, 'c' }, { "sizes", 1, NULL, 's' },
+	{ "repeat", 1, NULL, 'r' }, { NULL, 0, NULL, 0 },
+};
+
+static void lanes_init(void *st)
 {
-	static const struct option lo[] = {
-		{ "pages", 1, NULL, 'p' }, { "ops", 1, NULL, 'o' },
-		{ "occupancy", 1, NULL, 'c' }, { "sizes", 1, NULL, 's' },
-		{ "repeat", 1, NULL, 'r' }, { "json", 0, NULL, 'j' },
-		{ "csv", 1, NULL, 'C' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
-	};
-	const char *sizes = "default";
-	uint64_t rep = 3;
-	int c, err = 0;
+	struct lanes_opts *o = st;
 
 	o->pages = 1 << 20;
 	o->ops = 1000000;
 	o->occupancy = 0.95;
-	optind = 1;
-	while (!err && (c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'p': err = parse_count(optarg, false, &o->pages); break;
-		case 'o': err = parse_count(optarg, false, &o->ops); break;
-		case 'c': err = parse_double(optarg, 0.05, 0.995, &o->occupancy); break;
-		case 's': sizes = optarg; break;
-		case 'r': err = parse_count(optarg, false, &rep);
-			err = err ? err : (rep >= 1 && rep <= LANES_MAX_REPEAT ? 0 : -EINVAL);
-			break;
-		case 'j': o->json = true; break;
-		case 'C': o->csv = optarg; break;
-		case 'h': fputs(lanes_usage, stdout); return 1;
-		default: err = -EINVAL;
-		}
-	}
-	if (!err && (o->pages < 4096 || o->pages > UINT32_MAX - 1 || !o->ops || optind < argc))
-		err = -EINVAL;
-	if (err) {
-		fprintf(stderr, "hkv-bench lanes: bad arguments; try --help\n");
-		return -EINVAL;
-	}
-	o->repeat = (unsigned)rep;
-	return sizes_load(&o->sizes, sizes, HKV_BENCH_MIN(o->pages / 32, LANES_MAX_SIZE));
+	o->repeat = 3;
+	o->sizes_spec = "default";
 }
 
-static void lanes_report(const struct lanes_opts *o)
+static int lanes_parse(void *st, int c, const char *arg)
 {
-	struct json j;
+	struct lanes_opts *o = st;
+	uint64_t v;
 
-	if (!o->json) {
+	switch (c) {
+	case 'p': return parse_count(arg, false, &o->pages);
+	case 'o': return parse_count(arg, false, &o->ops) || !o->ops ? -EINVAL : 0;
+	case 'c': return parse_double(arg, 0.05, 0.995, &o->occupancy);
+	case 's': o->sizes_spec = arg; return 0;
+	case 'r':
+		if (parse_count(arg, false, &v) || v < 1 || v > LANES_MAX_REPEAT)
+			return -EINVAL;
+		o->repeat = (unsigned)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int lanes_validate(void *st, int json)
+{
+	struct lanes_opts *o = st;
+
+	(void)json;
+	if (o->pages < 4096 || o->pages > UINT32_MAX - 1) {
+		fprintf(stderr, "hkv-bench lanes: --pages wants 4096 .. 2^32-2\n");
+		return -EINVAL;
+	}
+	return sizes_load(&o->sizes, o->sizes_spec,
+			  HKV_BENCH_MIN(o->pages / 32, LANES_MAX_SIZE));
+}
+
+static int lanes_measure(void *st)
+{
+	struct lanes_opts *o = st;
+	int err = 0;
+
+	for (unsigned r = 0; r < o->repeat && !err; r++)
+		for (int c = 0; c < NCFG && !err; c++)
+			err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r]);
+	if (err) {
+		fprintf(stderr, "hkv-bench lanes: %s\n", hkv_strerror(err));
+		return err;
+	}
+	for (int c = 0; c < NCFG; c++)
+		o->med[c] = median_d(o->mops[c], o->repeat);
+	return 0;
+}
+
+static void lanes_report(void *st, struct json *j)
+{
+	const struct lanes_opts *o = st;
+
+	if (!j) {
 		printf("lanes: %llu pages, occupancy %.2f, %llu ops per thread, median of %u\n",
 		       (unsigned long long)o->pages, o->occupancy,
 		       (unsigned long long)o->ops, o->repeat);
@@ -419,58 +384,34 @@ static void lanes_report(const struct lanes_opts *o)
 			       o->med[c], o->med[c] / o->med[0]);
 		return;
 	}
-	json_begin(&j, stdout);
-	json_str(&j, "bench", "lanes");
-	json_u64(&j, "version", 1);
-	json_u64(&j, "pages", o->pages);
-	json_u64(&j, "ops_per_thread", o->ops);
-	json_dbl(&j, "occupancy", o->occupancy);
-	json_u64(&j, "repeat", o->repeat);
-	json_dbl(&j, "one_thread_mops", o->med[0]);
-	json_dbl(&j, "two_lanes_mops", o->med[1]);
-	json_dbl(&j, "one_lane_two_threads_mops", o->med[2]);
-	json_dbl(&j, "two_lanes_speedup", o->med[1] / o->med[0]);
-	json_dbl(&j, "one_lane_speedup", o->med[2] / o->med[0]);
-	json_dbl(&j, "handoff_mops", o->med[3]);
-	json_dbl(&j, "handoff_speedup", o->med[3] / o->med[0]);
-	json_end(&j);
+	json_u64(j, "pages", o->pages);
+	json_u64(j, "ops_per_thread", o->ops);
+	json_dbl(j, "occupancy", o->occupancy);
+	json_u64(j, "repeat", o->repeat);
+	json_dbl(j, "one_thread_mops", o->med[0]);
+	json_dbl(j, "two_lanes_mops", o->med[1]);
+	json_dbl(j, "one_lane_two_threads_mops", o->med[2]);
+	json_dbl(j, "two_lanes_speedup", o->med[1] / o->med[0]);
+	json_dbl(j, "one_lane_speedup", o->med[2] / o->med[0]);
+	json_dbl(j, "handoff_mops", o->med[3]);
+	json_dbl(j, "handoff_speedup", o->med[3] / o->med[0]);
 }
 
-/**
- * bench_lanes() - `hkv-bench lanes`
- * @argc: argument count
- * @argv: arguments, argv[0] = "lanes"
- *
- * Return: exit status.
- */
-int bench_lanes(int argc, char **argv)
+static void lanes_fini(void *st)
 {
-	struct lanes_opts o = { 0 };
-	int err = lanes_parse(&o, argc, argv);
-
-	if (err)
-		return err > 0 ? 0 : 2;
-	timer_init();
-	for (unsigned r = 0; r < o.repeat && !err; r++)
-		for (int c = 0; c < NCFG && !err; c++)
-			err = lanes_once(&o, &lcfgs[c], r, &o.mops[c][r]);
-	if (err) {
-		fprintf(stderr, "hkv-bench lanes: %s\n", hkv_strerror(err));
-		sizes_free(&o.sizes);
-		return 1;
-	}
-	for (int c = 0; c < NCFG; c++)
-		o.med[c] = median_d(o.mops[c], o.repeat);
-	if (o.csv) {
-		FILE *f = csv_open(o.csv, "lanes.csv", "config,threads,lanes,mops");
-
-		for (int c = 0; f && c < NCFG; c++)
-			fprintf(f, "%s,%u,%u,%.3f\n", lcfgs[c].name, lcfgs[c].threads,
-				lcfgs[c].nlanes, o.med[c]);
-		if (!f || fclose(f))
-			err = -EIO;
-	}
-	lanes_report(&o);
-	sizes_free(&o.sizes);
-	return err ? 1 : 0;
+	sizes_free(&((struct lanes_opts *)st)->sizes);
 }
+
+const struct bench bench_lanes = {
+	.name = "lanes",
+	.what = "alloc throughput, 1 and 2 threads, own lanes or one",
+	.usage = lanes_usage,
+	.opts = lanes_opts,
+	.size = sizeof(struct lanes_opts),
+	.init = lanes_init,
+	.parse = lanes_parse,
+	.validate = lanes_validate,
+	.measure = lanes_measure,
+	.report = lanes_report,
+	.fini = lanes_fini,
+};

@@ -12,7 +12,6 @@
  * --repeat later runs.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,12 +23,14 @@
 #define PF_MAX_REPEAT	32
 #define PF_PAGE		(64 * 1024ull)
 
+struct pf_result;
+
 struct pf_opts {
 	uint64_t size;
 	int backing[4];
 	unsigned nbacking, threads[2], nthreads, repeat;
-	bool json;
-	const char *csv;
+	struct pf_result *res;		/* one per backing and thread count */
+	unsigned nres;
 };
 
 struct pf_result {
@@ -114,52 +115,56 @@ static const char pf_usage[] =
 "  --backing B      4k|thp|2m|1g, repeatable (default: 4k, thp, 2m, and 1g\n"
 "                   where the kernel offers 1 GiB pages)\n"
 "  --threads N      prefault threads per pool (default: 1 and every CPU)\n"
-"  --repeat R       warm runs per configuration (default 3)\n"
-"  --json           one JSON object on stdout\n"
-"  --csv DIR        write DIR/prefault.csv\n"
-"  -h, --help       this text\n";
+"  --repeat R       warm runs per configuration (default 3)\n";
 
-static int pf_parse(struct pf_opts *o, int argc, char **argv)
+static const struct option pf_opts_tab[] = {
+	{ "size", 1, NULL, 's' }, { "backing", 1, NULL, 'b' },
+	{ "threads", 1, NULL, 't' }, { "repeat", 1, NULL, 'r' }, { NULL, 0, NULL, 0 },
+};
+
+static void pf_init(void *st)
 {
-	static const struct option lo[] = {
-		{ "size", 1, NULL, 's' }, { "backing", 1, NULL, 'b' },
-		{ "threads", 1, NULL, 't' }, { "repeat", 1, NULL, 'r' },
-		{ "json", 0, NULL, 'j' }, { "csv", 1, NULL, 'C' },
-		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
-	};
-	uint64_t v, ncpu = (uint64_t)sysconf(_SC_NPROCESSORS_ONLN);
-	int c, b, err = 0;
+	struct pf_opts *o = st;
 
 	o->size = 1ull << 30;
 	o->repeat = 3;
-	optind = 1;
-	while (!err && (c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 's': err = parse_count(optarg, true, &o->size); break;
-		case 'b': err = parse_backing(optarg, &b);
-			err = err ? err : (o->nbacking < 4 ? 0 : -EINVAL);
-			if (!err)
-				o->backing[o->nbacking++] = b;
-			break;
-		case 't': err = parse_count(optarg, false, &v);
-			err = err ? err : (v >= 1 && v <= 1024 ? 0 : -EINVAL);
-			o->threads[0] = (unsigned)v;
-			o->nthreads = 1;
-			break;
-		case 'r': err = parse_count(optarg, false, &v);
-			err = err ? err : (v >= 1 && v <= PF_MAX_REPEAT ? 0 : -EINVAL);
-			o->repeat = (unsigned)v;
-			break;
-		case 'j': o->json = true; break;
-		case 'C': o->csv = optarg; break;
-		case 'h': fputs(pf_usage, stdout); return 1;
-		default: err = -EINVAL;
-		}
+}
+
+static int pf_parse(void *st, int c, const char *arg)
+{
+	struct pf_opts *o = st;
+	uint64_t v;
+	int b, err = 0;
+
+	switch (c) {
+	case 's': err = parse_count(arg, true, &o->size); break;
+	case 'b': err = parse_backing(arg, &b);
+		err = err ? err : (o->nbacking < 4 ? 0 : -EINVAL);
+		if (!err)
+			o->backing[o->nbacking++] = b;
+		break;
+	case 't': err = parse_count(arg, false, &v);
+		err = err ? err : (v >= 1 && v <= 1024 ? 0 : -EINVAL);
+		o->threads[0] = (unsigned)v;
+		o->nthreads = 1;
+		break;
+	case 'r': err = parse_count(arg, false, &v);
+		err = err ? err : (v >= 1 && v <= PF_MAX_REPEAT ? 0 : -EINVAL);
+		o->repeat = (unsigned)v;
+		break;
+	default: err = -EINVAL;
 	}
-	if (!err && (o->size < PF_PAGE || optind < argc))
-		err = -EINVAL;
-	if (err) {
-		fprintf(stderr, "hkv-bench prefault: bad arguments; try --help\n");
+	return err;
+}
+
+static int pf_validate(void *st, int json)
+{
+	struct pf_opts *o = st;
+	uint64_t ncpu = (uint64_t)sysconf(_SC_NPROCESSORS_ONLN);
+
+	(void)json;
+	if (o->size < PF_PAGE) {
+		fprintf(stderr, "hkv-bench prefault: --size wants 64K or more\n");
 		return -EINVAL;
 	}
 	if (!o->nbacking) {
@@ -179,12 +184,13 @@ static int pf_parse(struct pf_opts *o, int argc, char **argv)
 	return 0;
 }
 
-static void pf_report(const struct pf_opts *o, const struct pf_result *res, unsigned n)
+static void pf_report(void *st, struct json *j)
 {
-	struct json j;
-	unsigned i;
+	const struct pf_opts *o = st;
+	const struct pf_result *res = o->res;
+	unsigned i, n = o->nres;
 
-	if (!o->json) {
+	if (!j) {
 		printf("prefault: %llu MiB pools, warm = median of %u runs\n",
 		       (unsigned long long)(o->size >> 20), o->repeat);
 		printf("  %-4s %3s %10s %10s %10s %10s %10s %8s\n", "back", "thr", "cold ms",
@@ -204,75 +210,63 @@ static void pf_report(const struct pf_opts *o, const struct pf_result *res, unsi
 		}
 		return;
 	}
-	json_begin(&j, stdout);
-	json_str(&j, "bench", "prefault");
-	json_u64(&j, "version", 1);
-	json_u64(&j, "size", o->size);
-	json_u64(&j, "repeat", o->repeat);
-	json_arr(&j, "runs");
+	json_u64(j, "size", o->size);
+	json_u64(j, "repeat", o->repeat);
+	json_arr(j, "runs");
 	for (i = 0; i < n; i++) {
 		const struct pf_result *r = &res[i];
 
-		json_obj(&j, NULL);
-		json_str(&j, "backing", hkv_backing_name(r->backing));
-		json_u64(&j, "threads", r->threads);
+		json_obj(j, NULL);
+		json_str(j, "backing", hkv_backing_name(r->backing));
+		json_u64(j, "threads", r->threads);
 		if (r->err) {
-			json_str(&j, "error", hkv_strerror(r->err));
-			json_obj_end(&j);
+			json_str(j, "error", hkv_strerror(r->err));
+			json_obj_end(j);
 			continue;
 		}
-		json_u64(&j, "hugepage_bytes", r->hugepage_bytes);
-		json_dbl(&j, "cold_create_ms", r->cold_create_ms);
-		json_dbl(&j, "cold_prefault_gbps", r->cold_gbps);
-		json_dbl(&j, "create_ms", r->create_ms);
-		json_dbl(&j, "prefault_gbps", r->prefault_gbps);
-		json_dbl(&j, "memset_gbps", r->memset_gbps);
-		json_dbl(&j, "prefault_vs_memset", r->prefault_gbps / r->memset_gbps);
-		json_obj_end(&j);
+		json_u64(j, "hugepage_bytes", r->hugepage_bytes);
+		json_dbl(j, "cold_create_ms", r->cold_create_ms);
+		json_dbl(j, "cold_prefault_gbps", r->cold_gbps);
+		json_dbl(j, "create_ms", r->create_ms);
+		json_dbl(j, "prefault_gbps", r->prefault_gbps);
+		json_dbl(j, "memset_gbps", r->memset_gbps);
+		json_dbl(j, "prefault_vs_memset", r->prefault_gbps / r->memset_gbps);
+		json_obj_end(j);
 	}
-	json_arr_end(&j);
-	json_end(&j);
+	json_arr_end(j);
 }
 
-static int pf_csv(const struct pf_opts *o, const struct pf_result *res, unsigned n)
+static int pf_measure(void *st)
 {
-	FILE *f = csv_open(o->csv, "prefault.csv",
-			   "backing,threads,cold_create_ms,cold_gbps,create_ms,prefault_gbps,"
-			   "memset_gbps");
-	unsigned i;
+	struct pf_opts *o = st;
+	int bad = 0;
 
-	for (i = 0; f && i < n; i++)
-		if (!res[i].err)
-			fprintf(f, "%s,%u,%.2f,%.3f,%.2f,%.3f,%.3f\n", hkv_backing_name(res[i].backing),
-				res[i].threads, res[i].cold_create_ms, res[i].cold_gbps,
-				res[i].create_ms, res[i].prefault_gbps, res[i].memset_gbps);
-	return !f || fclose(f) ? -EIO : 0;
-}
-
-/**
- * bench_prefault() - `hkv-bench prefault`
- * @argc: argument count
- * @argv: arguments, argv[0] = "prefault"
- *
- * Return: exit status: 0, 1 when a run failed, 2 for bad arguments.
- */
-int bench_prefault(int argc, char **argv)
-{
-	struct pf_opts o = { 0 };
-	struct pf_result res[8];
-	unsigned n = 0, b, t;
-	int err = pf_parse(&o, argc, argv), bad = 0;
-
-	if (err)
-		return err > 0 ? 0 : 2;
-	timer_init();
-	for (b = 0; b < o.nbacking; b++)
-		for (t = 0; t < o.nthreads; t++) {
-			pf_run(&o, o.backing[b], o.threads[t], &res[n]);
-			bad |= res[n++].err != 0;
+	o->res = calloc(o->nbacking * o->nthreads, sizeof(*o->res));
+	if (!o->res)
+		return -ENOMEM;
+	for (unsigned b = 0; b < o->nbacking; b++)
+		for (unsigned t = 0; t < o->nthreads; t++) {
+			pf_run(o, o->backing[b], o->threads[t], &o->res[o->nres]);
+			bad |= o->res[o->nres++].err != 0;
 		}
-	if (o.csv && pf_csv(&o, res, n))
-		bad = 1;
-	pf_report(&o, res, n);
 	return bad;
 }
+
+static void pf_fini(void *st)
+{
+	free(((struct pf_opts *)st)->res);
+}
+
+const struct bench bench_prefault = {
+	.name = "prefault",
+	.what = "pool creation: prefault bandwidth vs memset",
+	.usage = pf_usage,
+	.opts = pf_opts_tab,
+	.size = sizeof(struct pf_opts),
+	.init = pf_init,
+	.parse = pf_parse,
+	.validate = pf_validate,
+	.measure = pf_measure,
+	.report = pf_report,
+	.fini = pf_fini,
+};

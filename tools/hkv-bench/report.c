@@ -1,13 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * report.c - the churn results as a table, one JSON object (shape in
- * Kbuild-docs/dev-tools/hkv-bench.rst; keep it stable) and CSV files for
- * scripts/plot-bench.
+ * report.c - the churn results as a table and as one JSON object (shape in
+ * Kbuild-docs/dev-tools/hkv-bench.rst; keep it stable: scripts/bench-check
+ * and scripts/plot-bench read it).
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "churn.h"
 
 static double ratio(double base, double ours)
@@ -88,6 +84,30 @@ static void json_ufi(struct json *j, const struct frag *fr)
 	json_obj_end(j);
 }
 
+/* latency quantiles for the CDF plots (scripts/plot-bench) */
+static const double cdf_q[] = {
+	0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95,
+	0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 1.0,
+};
+
+static void json_cdf(struct json *j, const struct result *r)
+{
+	json_obj(j, "cdf");
+	json_arr(j, "q");
+	for (size_t i = 0; i < HKV_BENCH_ARRAY(cdf_q); i++)
+		json_dbl(j, NULL, cdf_q[i]);
+	json_arr_end(j);
+	for (int op = 0; op < 2; op++) {
+		const struct samples *s = op ? &r->free : &r->alloc;
+
+		json_arr(j, op ? "free_ns" : "alloc_ns");
+		for (size_t i = 0; i < HKV_BENCH_ARRAY(cdf_q) && s->n; i++)
+			json_dbl(j, NULL, samples_quantile_ns(s, cdf_q[i]));
+		json_arr_end(j);
+	}
+	json_obj_end(j);
+}
+
 static void json_result(struct json *j, const struct result *r,
 			const struct lat *a, const struct lat *f)
 {
@@ -105,6 +125,7 @@ static void json_result(struct json *j, const struct result *r,
 	json_u64(j, "largest_free_run", r->end.largest);
 	json_ufi(j, &r->end);
 	json_dbl(j, "seconds", r->seconds);
+	json_cdf(j, r);
 }
 
 static void json_timeline(struct json *j, const struct result *r)
@@ -201,115 +222,4 @@ void report_json_body(const struct churn *c, struct json *j)
 		json_key(j, "pool_stats");
 		hkv_stats_print(hkv_adapter_last_pool, j->f, HKV_PRINT_JSON);
 	}
-}
-
-void report_json(const struct churn *c, FILE *f)
-{
-	struct json j;
-
-	json_begin(&j, f);
-	json_str(&j, "bench", "churn");
-	json_u64(&j, "version", 1);
-	report_json_body(c, &j);
-	json_end(&j);
-}
-
-/* ---- CSV ---------------------------------------------------------------- */
-static const double cdf_q[] = {
-	0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95,
-	0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 1.0,
-};
-
-static void csv_cdf(FILE *f, const struct result *r)
-{
-	for (int op = 0; op < 2; op++) {
-		const struct samples *s = op ? &r->free : &r->alloc;
-
-		for (size_t i = 0; i < HKV_BENCH_ARRAY(cdf_q) && s->n; i++)
-			fprintf(f, "%s,%s,%g,%.1f\n", r->name, op ? "free" : "alloc",
-				cdf_q[i], samples_quantile_ns(s, cdf_q[i]));
-	}
-}
-
-static void csv_summary(FILE *f, const struct result *r, const struct lat *a,
-			const struct lat *fr, const struct churn *c)
-{
-	fprintf(f, "%s,%llu,%.3f,%llu,%llu,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
-		"%.4f,%.0f,%.4f,%llu,%llu,%llu,%.4f,%.4f,%.4f,%.4f\n",
-		r->name, (unsigned long long)c->w.npages, c->w.occupancy,
-		(unsigned long long)r->ops, (unsigned long long)r->allocs, a->p50,
-		a->p90, a->p99, a->p999, a->max, fr->p50, fr->p99, fr->p999,
-		r->epa_mean, r->epa_p99, r->multi_share,
-		(unsigned long long)r->end.free_pages, (unsigned long long)r->end.free_extents,
-		(unsigned long long)r->end.largest, r->end.ufi[0], r->end.ufi[1],
-		r->end.ufi[2], r->end.ufi[3]);
-}
-
-static void csv_timeline(FILE *f, const struct result *r)
-{
-	for (uint64_t i = 0; i < r->ntl; i++) {
-		const struct tpoint *p = &r->tl[i];
-
-		fprintf(f, "%s,%llu,%llu,%llu,%llu,%.4f,%.4f,%.4f,%.4f,%.4f,%.1f\n", r->name,
-			(unsigned long long)p->op, (unsigned long long)p->f.free_pages,
-			(unsigned long long)p->f.free_extents, (unsigned long long)p->f.largest,
-			p->f.ufi[0], p->f.ufi[1], p->f.ufi[2], p->f.ufi[3], p->epa,
-			p->alloc_p50);
-	}
-}
-
-/**
- * report_csv() - DIR/churn[-TAG]-{summary,cdf,timeline}.csv and the table
- * as DIR/churn[-TAG]-summary.txt
- * @c: a finished run
- * @dir: directory (created)
- * @tag: name part, or NULL
- *
- * Return: 0 or -EIO (message printed).
- */
-int report_csv(const struct churn *c, const char *dir, const char *tag)
-{
-	static const char *const kind[] = { "summary", "cdf", "timeline" };
-	static const char *const head[] = {
-		"allocator,pages,occupancy,ops,allocs,alloc_p50,alloc_p90,alloc_p99,"
-		"alloc_p999,alloc_max,free_p50,free_p99,free_p999,extents_per_alloc,"
-		"extents_per_alloc_p99,multi_extent_share,free_pages,free_extents,"
-		"largest_free_run,ufi16,ufi64,ufi256,ufi1024",
-		"allocator,op,quantile,ns",
-		"allocator,op,free_pages,free_extents,largest_free_run,ufi16,ufi64,"
-		"ufi256,ufi1024,extents_per_alloc,alloc_p50",
-	};
-	char name[256];
-	FILE *txt;
-
-	snprintf(name, sizeof(name), "churn%s%s-summary.txt", tag ? "-" : "", tag ? tag : "");
-	txt = csv_open(dir, name, "");
-	if (!txt)
-		return -EIO;
-	report_text(c, txt);
-	if (fclose(txt))
-		return -EIO;
-	for (int k = 0; k < 3; k++) {
-		FILE *f;
-
-		snprintf(name, sizeof(name), "churn%s%s-%s.csv", tag ? "-" : "",
-			 tag ? tag : "", kind[k]);
-		f = csv_open(dir, name, head[k]);
-		if (!f)
-			return -EIO;
-		for (int b = -1; b < (int)c->nbl; b++) {
-			const struct result *r = b < 0 ? &c->hkv[0] : &c->blr[b];
-
-			if (k == 0)
-				csv_summary(f, r, b < 0 ? &c->alloc_med : &r->alloc_ns,
-					    b < 0 ? &c->free_med : &r->free_ns, c);
-			else if (k == 1)
-				csv_cdf(f, r);
-			else
-				csv_timeline(f, r);
-		}
-		if (fclose(f))
-			return -EIO;
-	}
-	return 0;
 }

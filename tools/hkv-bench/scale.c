@@ -38,30 +38,55 @@ struct scale {
 	uint64_t from, to;
 };
 
-/* --from/--to are ours; the rest goes to churn_parse */
-static int scale_args(struct scale *s, int *argc, char **argv)
+struct scale_st {
+	struct churn tmpl;		/* the churn options, one copy per point */
+	struct scale s;
+};
+
+enum { O_FROM = 512, O_TO };
+
+static const struct option scale_opts[] = {
+	{ "from", 1, NULL, O_FROM }, { "to", 1, NULL, O_TO }, { NULL, 0, NULL, 0 },
+};
+
+static void scale_init(void *st)
 {
-	int out = 1;
+	struct scale_st *x = st;
 
-	s->from = 16384;
-	s->to = 16777216;
-	for (int i = 1; i < *argc; i++) {
-		uint64_t *dst = !strcmp(argv[i], "--from") ? &s->from :
-				!strcmp(argv[i], "--to") ? &s->to : NULL;
+	churn_defaults(&x->tmpl);
+	x->tmpl.w.burnin = 4;
+	x->tmpl.nbl = 0;
+	x->s.from = 16384;
+	x->s.to = 16777216;
+}
 
-		if (!dst) {
-			argv[out++] = argv[i];
-			continue;
-		}
-		if (i + 1 == *argc || parse_count(argv[i + 1], false, dst) ||
-		    *dst < 1024 || *dst > (1ull << 31)) {
-			fprintf(stderr, "hkv-bench: %s wants 1K .. 2G pages\n", argv[i]);
-			return -EINVAL;
-		}
-		i++;
+/* --from/--to are ours; the rest are churn's */
+static int scale_parse(void *st, int o, const char *arg)
+{
+	struct scale_st *x = st;
+	uint64_t *dst = o == O_FROM ? &x->s.from : o == O_TO ? &x->s.to : NULL;
+
+	if (!dst)
+		return churn_parse_opt(&x->tmpl, o, arg);
+	if (parse_count(arg, false, dst) || *dst < 1024 || *dst > (1ull << 31)) {
+		fprintf(stderr, "hkv-bench scale: --%s wants 1024 .. 2^31 pages\n",
+			o == O_FROM ? "from" : "to");
+		return -EINVAL;
 	}
-	*argc = out;
-	return s->from <= s->to ? 0 : -EINVAL;
+	return 0;
+}
+
+static int scale_validate(void *st, int json)
+{
+	struct scale_st *x = st;
+	int err = churn_validate(&x->tmpl, json);
+
+	sizes_free(&x->tmpl.w.sizes);	/* reloaded per point, one cap for all */
+	if (!err && x->s.from > x->s.to) {
+		fprintf(stderr, "hkv-bench scale: --from is above --to\n");
+		err = -EINVAL;
+	}
+	return err;
 }
 
 static int scale_point(const struct churn *tmpl, struct scale *s, uint64_t pages)
@@ -76,7 +101,7 @@ static int scale_point(const struct churn *tmpl, struct scale *s, uint64_t pages
 	c->w.npages = pages;
 	c->quiet = true;
 	c->family = true;
-	err = sizes_load(&c->w.sizes, tmpl->w.sizes.name, s->from / 16);
+	err = sizes_load(&c->w.sizes, tmpl->sizes_spec, s->from / 16);
 	if (!err)
 		err = churn_run(c);
 	if (!err) {
@@ -136,101 +161,72 @@ static void scale_text(const struct scale *s, FILE *f)
 		hi->fam[0].free.p50 / lo->fam[0].free.p50);
 }
 
-static void scale_json(const struct scale *s, const struct churn *tmpl, FILE *f)
+static void scale_json(const struct scale *s, const struct churn *tmpl, struct json *j)
 {
 	const struct spoint *lo = &s->p[0], *hi = &s->p[s->n - 1];
-	struct json j;
 
-	json_begin(&j, f);
-	json_str(&j, "bench", "scale");
-	json_u64(&j, "version", 1);
-	json_dbl(&j, "occupancy", tmpl->w.occupancy);
-	json_u64(&j, "ops", tmpl->w.ops);
-	json_u64(&j, "repeat", tmpl->repeat);
-	json_arr(&j, "points");
+	json_dbl(j, "occupancy", tmpl->w.occupancy);
+	json_u64(j, "ops", tmpl->w.ops);
+	json_u64(j, "repeat", tmpl->repeat);
+	json_arr(j, "points");
 	for (unsigned i = 0; i < s->n; i++) {
-		json_obj(&j, NULL);
-		json_u64(&j, "pages", s->p[i].pages);
-		json_lat(&j, "alloc_ns", &s->p[i].a);
-		json_lat(&j, "free_ns", &s->p[i].f);
-		json_dbl(&j, "extents_per_alloc", s->p[i].epa);
-		json_dbl(&j, "multi_extent_share", s->p[i].multi);
-		json_u64(&j, "free_extents", s->p[i].free_extents);
-		json_u64(&j, "largest_free_run", s->p[i].largest);
-		json_u64(&j, "metadata_bytes", s->p[i].metadata);
-		json_dbl(&j, "run_ns_per_op", s->p[i].fam[0].ns_per_op);
-		json_lat(&j, "free_drained_ns", &s->p[i].fam[0].free);
-		json_dbl(&j, "family_run_ns_per_op", s->p[i].fam[1].ns_per_op);
-		json_lat(&j, "family_free_drained_ns", &s->p[i].fam[1].free);
-		json_obj_end(&j);
+		json_obj(j, NULL);
+		json_u64(j, "pages", s->p[i].pages);
+		json_lat(j, "alloc_ns", &s->p[i].a);
+		json_lat(j, "free_ns", &s->p[i].f);
+		json_dbl(j, "extents_per_alloc", s->p[i].epa);
+		json_dbl(j, "multi_extent_share", s->p[i].multi);
+		json_u64(j, "free_extents", s->p[i].free_extents);
+		json_u64(j, "largest_free_run", s->p[i].largest);
+		json_u64(j, "metadata_bytes", s->p[i].metadata);
+		json_dbl(j, "run_ns_per_op", s->p[i].fam[0].ns_per_op);
+		json_lat(j, "free_drained_ns", &s->p[i].fam[0].free);
+		json_dbl(j, "family_run_ns_per_op", s->p[i].fam[1].ns_per_op);
+		json_lat(j, "family_free_drained_ns", &s->p[i].fam[1].free);
+		json_obj_end(j);
 	}
-	json_arr_end(&j);
-	json_obj(&j, "ratio");		/* largest space / smallest */
-	json_dbl(&j, "alloc_p50", hi->a.p50 / lo->a.p50);
-	json_dbl(&j, "alloc_p99", hi->a.p99 / lo->a.p99);
-	json_dbl(&j, "free_p50", hi->f.p50 / lo->f.p50);
-	json_dbl(&j, "free_p99", hi->f.p99 / lo->f.p99);
-	json_dbl(&j, "run_ns_per_op", hi->fam[0].ns_per_op / lo->fam[0].ns_per_op);
-	json_dbl(&j, "free_drained_p50", hi->fam[0].free.p50 / lo->fam[0].free.p50);
-	json_obj_end(&j);
-	json_end(&j);
+	json_arr_end(j);
+	json_obj(j, "ratio");		/* largest space / smallest */
+	json_dbl(j, "alloc_p50", hi->a.p50 / lo->a.p50);
+	json_dbl(j, "alloc_p99", hi->a.p99 / lo->a.p99);
+	json_dbl(j, "free_p50", hi->f.p50 / lo->f.p50);
+	json_dbl(j, "free_p99", hi->f.p99 / lo->f.p99);
+	json_dbl(j, "run_ns_per_op", hi->fam[0].ns_per_op / lo->fam[0].ns_per_op);
+	json_dbl(j, "free_drained_p50", hi->fam[0].free.p50 / lo->fam[0].free.p50);
+	json_obj_end(j);
 }
 
-static int scale_csv(const struct scale *s, const char *dir)
+static int scale_measure(void *st)
 {
-	FILE *f = csv_open(dir, "scale.csv", "pages,alloc_p50,alloc_p90,alloc_p99,"
-			   "alloc_p999,free_p50,free_p99,extents_per_alloc,"
-			   "multi_extent_share,free_extents,metadata_bytes");
+	struct scale_st *x = st;
+	int err = 0;
 
-	if (!f)
-		return -EIO;
-	for (unsigned i = 0; i < s->n; i++) {
-		const struct spoint *p = &s->p[i];
-
-		fprintf(f, "%llu,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%llu,%llu\n",
-			(unsigned long long)p->pages, p->a.p50, p->a.p90, p->a.p99,
-			p->a.p999, p->f.p50, p->f.p99, p->epa, p->multi,
-			(unsigned long long)p->free_extents, (unsigned long long)p->metadata);
-	}
-	return fclose(f) ? -EIO : 0;
+	for (uint64_t pages = x->s.from; pages <= x->s.to && !err &&
+	     x->s.n < SCALE_MAX_POINTS; pages *= 4)
+		err = scale_point(&x->tmpl, &x->s, pages);
+	return err;
 }
 
-/**
- * bench_scale() - `hkv-bench scale`
- * @argc: argument count
- * @argv: arguments, argv[0] = "scale"
- *
- * Return: exit status.
- */
-int bench_scale(int argc, char **argv)
+static void scale_report(void *st, struct json *j)
 {
-	struct churn *tmpl = malloc(sizeof(*tmpl));
-	struct scale *s = calloc(1, sizeof(*s));
-	int err = -ENOMEM;
+	struct scale_st *x = st;
 
-	if (!tmpl || !s)
-		goto out;
-	churn_defaults(tmpl);
-	tmpl->w.burnin = 4;
-	tmpl->nbl = 0;
-	err = scale_args(s, &argc, argv);
-	if (!err)
-		err = churn_parse(tmpl, argc, argv, scale_usage);
-	if (err)
-		goto out;
-	sizes_free(&tmpl->w.sizes);	/* reloaded per point, one cap for all */
-	bench_pin_cpu();
-	for (uint64_t pages = s->from; pages <= s->to && !err && s->n < SCALE_MAX_POINTS;
-	     pages *= 4)
-		err = scale_point(tmpl, s, pages);
-	if (!err && tmpl->csv)
-		err = scale_csv(s, tmpl->csv);
-	if (!err && tmpl->json)
-		scale_json(s, tmpl, stdout);
-	else if (!err)
-		scale_text(s, stdout);
-out:
-	free(tmpl);
-	free(s);
-	return err > 0 ? 0 : err ? (err == -EINVAL ? 2 : 1) : 0;
+	if (j)
+		scale_json(&x->s, &x->tmpl, j);
+	else
+		scale_text(&x->s, stdout);
 }
+
+const struct bench bench_scale = {
+	.name = "scale",
+	.what = "churn cost from 16K to 16M pages",
+	.usage = scale_usage,
+	.opts = scale_opts,
+	.more_opts = churn_opts,
+	.size = sizeof(struct scale_st),
+	.init = scale_init,
+	.parse = scale_parse,
+	.validate = scale_validate,
+	.measure = scale_measure,
+	.report = scale_report,
+};

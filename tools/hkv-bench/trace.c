@@ -10,7 +10,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,12 +37,6 @@ struct api {
 	int (*free)(struct hkv_pool *, const struct hkv_extent *, unsigned);
 };
 
-struct topts {
-	uint64_t pairs;		/* alloc+free pairs per round */
-	unsigned rounds;
-	bool attach, json;
-	const char *noprobes;	/* path of the -DHKV_NO_PROBES copy */
-};
 
 static uint32_t sizes[NSIZES];
 
@@ -248,6 +241,16 @@ struct res {
 	uint64_t hits, pairs;	/* attached runs: probe hits over pairs run */
 };
 
+struct topts {
+	uint64_t pairs;		/* alloc+free pairs per round */
+	unsigned rounds;
+	bool attach;
+	const char *noprobes;	/* path of the -DHKV_NO_PROBES copy */
+	struct res r[4];	/* compiled out, unattached, attached, --ops */
+	bool have[4];
+	double paired;
+};
+
 static void res_sum(struct res *r)
 {
 	double s[MAXROUNDS];
@@ -305,9 +308,9 @@ static int measure_attached(const struct api *pr, bool ops, const struct topts *
 	return err;
 }
 
-static void print_text(const struct topts *o, const struct res *r, const bool *have,
-		       double paired)
+static void print_text(const struct topts *o)
 {
+	const struct res *r = o->r;
 	static const char *const what[] = { "probes compiled out", "probes in, unattached",
 					    "attached, default view", "attached, --ops" };
 
@@ -316,13 +319,13 @@ static void print_text(const struct topts *o, const struct res *r, const bool *h
 	       (unsigned long long)o->pairs, o->rounds);
 	printf("  %-24s %10s %10s %10s %9s\n", "", "p50 ns", "p10", "p90", "vs out");
 	for (unsigned i = 0; i < 4; i++) {
-		if (!have[i])
+		if (!o->have[i])
 			continue;
 		printf("  %-24s %10.1f %10.1f %10.1f %9.4f", what[i], r[i].p50, r[i].p10,
 		       r[i].p90, r[i].p50 / r[0].p50);
 		if (i == 1)
 			printf("  paired-round median %.4f, best-round %.4f (target <= 1.01)",
-			       paired, r[1].min / r[0].min);
+			       o->paired, r[1].min / r[0].min);
 		if (i >= 2)
 			printf("  %.3f hits/pair", (double)r[i].hits / r[i].pairs);
 		if (i == 3 && r[i].hits)
@@ -332,44 +335,43 @@ static void print_text(const struct topts *o, const struct res *r, const bool *h
 	}
 }
 
-static void print_json(const struct topts *o, const struct res *r, const bool *have,
-		       double paired)
+static void trace_report(void *st, struct json *j)
 {
+	const struct topts *o = st;
+	const struct res *r = o->r;
 	static const char *const key[] = { "compiled_out", "unattached", "attached_default",
 					   "attached_ops" };
-	struct json j;
 
-	json_begin(&j, stdout);
-	json_str(&j, "bench", "trace");
-	json_u64(&j, "pairs_per_round", o->pairs);
-	json_u64(&j, "rounds", o->rounds);
+	if (!j) {
+		print_text(o);
+		return;
+	}
+	json_u64(j, "pairs_per_round", o->pairs);
+	json_u64(j, "rounds", o->rounds);
 	for (unsigned i = 0; i < 4; i++) {
-		if (!have[i])
+		if (!o->have[i])
 			continue;
-		json_obj(&j, key[i]);
-		json_dbl(&j, "ns_per_pair_p50", r[i].p50);
-		json_dbl(&j, "ns_per_pair_p10", r[i].p10);
-		json_dbl(&j, "ns_per_pair_p90", r[i].p90);
-		json_dbl(&j, "ratio_vs_compiled_out", r[i].p50 / r[0].p50);
-		json_dbl(&j, "ns_per_pair_min", r[i].min);
+		json_obj(j, key[i]);
+		json_dbl(j, "ns_per_pair_p50", r[i].p50);
+		json_dbl(j, "ns_per_pair_p10", r[i].p10);
+		json_dbl(j, "ns_per_pair_p90", r[i].p90);
+		json_dbl(j, "ratio_vs_compiled_out", r[i].p50 / r[0].p50);
+		json_dbl(j, "ns_per_pair_min", r[i].min);
 		if (i == 1) {
-			json_dbl(&j, "paired_round_ratio", paired);
-			json_dbl(&j, "best_round_ratio", r[1].min / r[0].min);
+			json_dbl(j, "paired_round_ratio", o->paired);
+			json_dbl(j, "best_round_ratio", r[1].min / r[0].min);
 		}
 		if (i >= 2) {
-			json_u64(&j, "probe_hits", r[i].hits);
-			json_dbl(&j, "hits_per_pair", (double)r[i].hits / r[i].pairs);
+			json_u64(j, "probe_hits", r[i].hits);
+			json_dbl(j, "hits_per_pair", (double)r[i].hits / r[i].pairs);
 		}
 		if (i == 3 && r[i].hits)
-			json_dbl(&j, "ns_per_hit", (r[3].p50 - r[1].p50) * r[3].pairs / r[3].hits);
-		json_obj_end(&j);
+			json_dbl(j, "ns_per_hit", (r[3].p50 - r[1].p50) * r[3].pairs / r[3].hits);
+		json_obj_end(j);
 	}
-	json_end(&j);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
+static const char trace_usage[] =
 "usage: hkv-bench trace [--pairs N] [--rounds N] [--no-attach] [--json]\n"
 "                       [--noprobes-lib PATH]\n"
 "\n"
@@ -380,79 +382,80 @@ static void usage(FILE *f)
 "this process in its default view and with --ops (ns per attached hit).\n"
 "Reports medians and p10/p90 over rounds, ratios against the compiled-out\n"
 "copy. Default: 50000 pairs x 61 rounds (short rounds, so a burst of noise\n"
-"from other processes lands in few pairs). HKV_BENCH_CPU=N pins to a CPU.\n");
+"from other processes lands in few pairs). HKV_BENCH_CPU=N pins to a CPU.\n";
+
+static const struct option trace_opts[] = {
+	{ "pairs", 1, NULL, 'n' }, { "rounds", 1, NULL, 'r' },
+	{ "no-attach", 0, NULL, 'A' }, { "noprobes-lib", 1, NULL, 'L' }, { 0 },
+};
+
+static void trace_init(void *st)
+{
+	struct topts *o = st;
+
+	o->pairs = 50000;
+	o->rounds = 61;
+	o->attach = true;
+	o->have[0] = o->have[1] = true;
 }
 
-static int parse(int argc, char **argv, struct topts *o)
+static int trace_parse(void *st, int c, const char *arg)
 {
-	static const struct option lo[] = {
-		{ "pairs", 1, NULL, 'n' }, { "rounds", 1, NULL, 'r' },
-		{ "no-attach", 0, NULL, 'A' }, { "json", 0, NULL, 'j' },
-		{ "noprobes-lib", 1, NULL, 'L' }, { "help", 0, NULL, 'h' }, { 0 },
-	};
+	struct topts *o = st;
 	uint64_t v;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (parse_count(optarg, false, &v) || v < 1000)
-				return fprintf(stderr, "hkv-bench trace: --pairs >= 1000\n"), -EINVAL;
-			o->pairs = v;
-			break;
-		case 'r':
-			if (parse_count(optarg, false, &v) || v < 3 || v > MAXROUNDS)
-				return fprintf(stderr, "hkv-bench trace: --rounds 3..%d\n", MAXROUNDS), -EINVAL;
-			o->rounds = (unsigned)v;
-			break;
-		case 'A': o->attach = false; break;
-		case 'j': o->json = true; break;
-		case 'L': o->noprobes = optarg; break;
-		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -EINVAL;
-		}
+	switch (c) {
+	case 'n':
+		if (parse_count(arg, false, &v) || v < 1000)
+			return fprintf(stderr, "hkv-bench trace: --pairs >= 1000\n"), -EINVAL;
+		o->pairs = v;
+		return 0;
+	case 'r':
+		if (parse_count(arg, false, &v) || v < 3 || v > MAXROUNDS)
+			return fprintf(stderr, "hkv-bench trace: --rounds 3..%d\n", MAXROUNDS), -EINVAL;
+		o->rounds = (unsigned)v;
+		return 0;
+	case 'A': o->attach = false; return 0;
+	case 'L': o->noprobes = arg; return 0;
 	}
-	return 0;
+	return -EINVAL;
 }
 
-/**
- * bench_trace() - `hkv-bench trace`
- * @argc: arguments from the subcommand's name on
- * @argv: them
- *
- * Return: exit status (0; 1 on an error; 2 on bad usage).
- */
-int bench_trace(int argc, char **argv)
+static int trace_measure(void *st)
 {
-	struct topts o = { .pairs = 50000, .rounds = 61, .attach = true };
-	struct api np, pr;
-	struct res r[4] = { 0 };
-	bool have[4] = { true, true, false, false };
+	struct topts *o = st;
 	char nppath[PATH_MAX];
-	double paired = 0;
+	struct api np, pr;
 	Dl_info info;
-	int err = parse(argc, argv, &o);
+	int err;
 
-	if (err)
-		return err > 0 ? 0 : 2;
 	bench_pin_cpu();
 	sizes_fill();
-	if (!o.noprobes)
+	if (!o->noprobes)
 		beside_exe("noprobes/libhugekv.so", nppath, sizeof(nppath));
-	if (api_load(&np, "compiled out", o.noprobes ? o.noprobes : nppath) ||
+	if (api_load(&np, "compiled out", o->noprobes ? o->noprobes : nppath) ||
 	    !dladdr((void *)hkv_pool_create, &info) ||
 	    api_load(&pr, "probes in", info.dli_fname))
-		return 1;
-	err = measure_untraced(&np, &pr, &o, &r[0], &r[1], &paired);
-	if (!err && o.attach && geteuid() != 0)
+		return -ENOENT;
+	err = measure_untraced(&np, &pr, o, &o->r[0], &o->r[1], &o->paired);
+	if (!err && o->attach && geteuid() != 0)
 		fprintf(stderr, "hkv-bench trace: not root: attached runs skipped\n");
-	else if (!err && o.attach)
+	else if (!err && o->attach)
 		for (int i = 2; i < 4; i++)
-			have[i] = !measure_attached(&pr, i == 3, &o, &r[i]);
-	if (err) {
+			o->have[i] = !measure_attached(&pr, i == 3, o, &o->r[i]);
+	if (err)
 		fprintf(stderr, "hkv-bench trace: %s\n", hkv_strerror(err));
-		return 1;
-	}
-	(o.json ? print_json : print_text)(&o, r, have, paired);
-	return 0;
+	return err;
 }
+
+const struct bench bench_trace = {
+	.name = "trace",
+	.what = "probe overhead, untraced and traced",
+	.usage = trace_usage,
+	.opts = trace_opts,
+	.size = sizeof(struct topts),
+	.init = trace_init,
+	.parse = trace_parse,
+	.measure = trace_measure,
+	.report = trace_report,
+};
