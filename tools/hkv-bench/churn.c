@@ -209,16 +209,10 @@ static int parse_baselines(struct churn *c, const char *s)
 	return 0;
 }
 
+/* the library's names; "none" is not a memory pool */
 static int parse_backing(const char *s, int *out)
 {
-	static const char *const names[] = { "auto", "1g", "2m", "thp", "4k" };
-
-	for (int i = 0; i < 5; i++)
-		if (!strcasecmp(s, names[i])) {
-			*out = i;	/* HKV_BACKING_AUTO .. HKV_BACKING_SMALL */
-			return 0;
-		}
-	return -EINVAL;
+	return hkv_backing_parse(s, out) || *out == HKV_BACKING_NONE ? -EINVAL : 0;
 }
 
 static int parse_evict(const char *s, int *out)
