@@ -163,7 +163,8 @@ static bool plan_ok(const struct hkv_plan *p, int ret)
 	for (unsigned i = 0; i < p->nnodes && i < HKV_PLAN_NODES; i++) {
 		const struct hkv_plan_node *pn = &p->node[i];
 
-		if (p->backing_wanted == HKV_BACKING_AUTO ? pn->hugepage_bytes <= 4096 :
+		/* AUTO: what the size rule chose is ok, a shortfall is not */
+		if (p->backing_wanted == HKV_BACKING_AUTO ? pn->fallback_errno != 0 :
 		    pn->backing != p->backing_wanted)
 			return false;
 	}
@@ -332,10 +333,41 @@ static void plan_text_node(const struct machine *t, const struct hkv_plan *p,
 		       a, ctl_fmt_size(r.target * r.page, b, sizeof(b)));
 }
 
+/* what the arena gets, by page size: "2 x 1G + 128 x 2M pages" */
+static const char *plan_summary(const struct hkv_plan *p, char *buf, size_t len)
+{
+	static const int sizes[] = { HKV_BACKING_HUGE_1G, HKV_BACKING_HUGE_2M, HKV_BACKING_THP,
+				     HKV_BACKING_SMALL };
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		uint64_t n = 0, bytes = 0;
+		char sz[32];
+
+		for (unsigned i = 0; i < p->nparts && i < HKV_PLAN_PARTS; i++)
+			if (p->part[i].backing == sizes[k]) {
+				n += p->part[i].hugepages;
+				bytes += p->part[i].bytes;
+			}
+		if (!bytes || at >= len)
+			continue;
+		if (n)
+			at += snprintf(buf + at, len - at, "%s%" PRIu64 " x %s", at ? " + " : "", n,
+				       sizes[k] == HKV_BACKING_HUGE_1G ? "1G" : "2M");
+		else
+			at += snprintf(buf + at, len - at, "%s%s on %s", at ? " + " : "",
+				       ctl_fmt_size(bytes, sz, sizeof(sz)), hkv_backing_name(sizes[k]));
+	}
+	if (at && at < len)
+		snprintf(buf + at, len - at, " pages");
+	return buf[0] ? buf : hkv_backing_name(p->backing);
+}
+
 static void plan_text(const struct plan_args *a, const struct hkv_plan *p,
 		      const struct machine *t, int ret)
 {
-	char x[32], y[32], z[32];
+	char x[96], y[32], z[32];
 
 	printf("pool: %s as %" PRIu64 " KV pages of %s, backing %s, %s, %s\n",
 	       ctl_fmt_size(p->kv_bytes, x, sizeof(x)), a->o.npages,
@@ -355,7 +387,7 @@ static void plan_text(const struct plan_args *a, const struct hkv_plan *p,
 	if (ret == -ENOMEM)
 		printf("verdict: hkv_pool_create would fail (strict, shortfall above)\n");
 	else if (plan_ok(p, ret))
-		printf("verdict: ok, the pool gets %s pages as asked\n", hkv_backing_name(p->backing));
+		printf("verdict: ok, the pool gets %s\n", plan_summary(p, x, sizeof(x)));
 	else
 		printf("verdict: the pool would fall back to %s on %u node%s\n",
 		       hkv_backing_name(p->backing), p->fallbacks, p->fallbacks == 1 ? "" : "s");
