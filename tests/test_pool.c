@@ -336,6 +336,23 @@ static void test_extents_allocated(void **state)
 	hkv_pool_destroy(p);
 }
 
+/* per-lane fixed costs stay proportional: many small lanes, a one-page lane */
+static void test_lane_metadata(void **state)
+{
+	struct hkv_stats st = { .sz = sizeof(st) };
+	struct hkv_pool *p = mkpool(100000, 1000);	/* 1000 lanes of 100 pages */
+
+	(void)state;
+	assert_int_equal(hkv_stats(p, &st), 0);
+	/* DESIGN: <= 3 B/page plus per-lane terms; these lanes had 18 B/page */
+	assert_true(st.metadata_bytes <= 8 * st.npages);
+	hkv_pool_destroy(p);
+	p = mkpool(1, 1);
+	assert_int_equal(hkv_stats(p, &st), 0);
+	assert_true(st.metadata_bytes <= 1024);		/* it was 1.4 KB */
+	hkv_pool_destroy(p);
+}
+
 static void test_strerror(void **state)
 {
 	static const int codes[] = { EINVAL, ENOMEM, ENOSPC, EBUSY, EEXIST, ENOENT, EUCLEAN,
@@ -364,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_stats_and_print),
 		cmocka_unit_test(test_free_slots),
 		cmocka_unit_test(test_extents_allocated),
+		cmocka_unit_test(test_lane_metadata),
 		cmocka_unit_test(test_strerror),
 	};
 
