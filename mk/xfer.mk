@@ -69,7 +69,7 @@ xfer-test: $(XFER_TEST) $(BUILD)/hkv-xfer
 # protocol and fault cases also under ASan+UBSan (the sanitizer build of
 # check-all, grown by the transfer library and its test)
 XFER_ASAN	:= $(BUILD)/san-address-undefined
-check-xfer: $(XFER_TEST) $(BUILD)/hkv-xfer
+check-xfer: $(XFER_TEST) $(BUILD)/hkv-xfer $(filter $(BUILD)/hkv-trace,$(TOOL_BINS))
 	$(Q)python3 Kbuild-docs/sphinx/kerneldoc.py --check include/hugekv-xfer.h Kbuild-docs/core-api
 	$(Q)$(if $(SANITIZE),,$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		BUILD=$(XFER_ASAN) $(XFER_ASAN)/tests/xfer-test)
