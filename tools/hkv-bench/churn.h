@@ -97,6 +97,11 @@ struct workload {
 	double split_share;	/* share of frees that release only a tail */
 	double touch_share;	/* LRU modes: a live unit touched per step */
 	int evict;		/* EVICT_* */
+	/* LRU modes under the pool's free-room watermarks (hkv-bench evict):
+	 * every step allocates with HKV_ALLOC_EVICT, the pool evicts to keep
+	 * room_low free; 0 = off (a request that does not fit calls hkv_evict) */
+	double room_low, room_high;
+	double remove_share;	/* watermarks: a random live unit removed per step */
 	uint64_t seed;
 	struct sizes sizes;
 	uint64_t page_bytes;	/* hugekv pool: 0 = index-only */
@@ -135,6 +140,9 @@ struct result {
 	struct tpoint *tl;
 	uint64_t ntl;
 	double seconds;		/* wall time of the whole run, burn-in included */
+	/* LRU modes, measured: hkv_stats' eviction_runs and evictions, and
+	 * requests that failed even after eviction (watermarks) */
+	uint64_t evict_runs, evictions, failures;
 };
 
 /* hugekv as an allocator: one lane, index-only or a memory pool */

@@ -9,17 +9,16 @@
  * (prefer cold units that border free extents), each without (low == high)
  * and with a watermark gap, and reports extents per allocation, the share
  * of multi-extent allocations, eviction runs, units per run and the latency
- * of hkv_alloc (eviction included), medians over --repeat seeds.
+ * of hkv_alloc (eviction included), medians over --repeat seeds. The runs
+ * are churn's LRU runs (lru.c) under the watermarks: one eviction code
+ * path, with the shadow bitmap checking every answer.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "common.h"
-#include "hugekv.h"
-
-#define EV_MAX_EXT	4096
+#include "churn.h"
 
 struct ev_cfg {
 	uint64_t npages, ops, warm, seed;
@@ -35,116 +34,38 @@ struct ev_res {
 	struct lat lat;
 };
 
-/* live unit ids, swap-removed by the evict callback */
-struct ev_live {
-	uint64_t *id, *pos, n;
-};
-
-static void ev_on_evict(void *ctx, uint64_t unit, const struct hkv_extent *ext, unsigned n)
-{
-	struct ev_live *l = ctx;
-	uint64_t i = l->pos[unit];
-
-	(void)ext;
-	(void)n;
-	l->id[i] = l->id[--l->n];
-	l->pos[l->id[i]] = i;
-}
-
-/* the engine drops a random unit (radix pruning, an aborted request) */
-static int ev_remove(struct hkv_pool *p, struct rng *r, struct ev_live *l)
-{
-	uint64_t i = rng_below(r, l->n), id = l->id[i];
-
-	l->id[i] = l->id[--l->n];
-	l->pos[l->id[i]] = i;
-	return hkv_unit_remove(p, id, HKV_UNIT_FREE);
-}
-
-static int ev_pool(const struct ev_cfg *c, struct hkv_pool **out)
-{
-	double low = 1.0 - c->occ, high = low + c->gap;
-	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = c->npages, .nlanes = 1,
-				   .evict_window = c->window, .free_room_low = low,
-				   .free_room_high = high > 1 ? 1 : high };
-
-	return hkv_pool_create(&o, out);
-}
-
-/* one step: maybe touch a live unit, then allocate a unit with eviction */
-static int ev_step(struct hkv_pool *p, const struct ev_cfg *c, struct rng *r,
-		   struct ev_live *l, struct hkv_extent *ext, uint64_t id,
-		   struct samples *s, struct ev_res *res, uint64_t overhead)
-{
-	uint32_t pages = sizes_draw(c->sizes, r);
-	uint64_t t0, t1;
-	int k;
-
-	if (l->n && rng_unit(r) < c->touch &&
-	    hkv_unit_touch(p, l->id[rng_below(r, l->n)]))
-		return -EUCLEAN;
-	if (l->n && rng_unit(r) < c->remove && ev_remove(p, r, l))
-		return -EUCLEAN;
-	t0 = tick();
-	k = hkv_alloc(p, pages, 0, HKV_ALLOC_EVICT, ext, EV_MAX_EXT);
-	t1 = tick();
-	if (k < 0) {
-		res->failures += s != NULL;
-		return 0;
-	}
-	if (s) {
-		samples_add(s, t0, t1, overhead);
-		res->allocs++;
-		res->epa += k;
-		res->multi += k > 1;
-	}
-	l->pos[id] = l->n;
-	l->id[l->n++] = id;
-	return hkv_unit_add(p, id, ext, (unsigned)k);
-}
-
+/* one seed of one configuration: an LRU churn under the watermarks */
 static int ev_run(const struct ev_cfg *c, struct ev_res *res)
 {
-	struct hkv_stats st0 = { .sz = sizeof(st0) }, st1 = { .sz = sizeof(st1) };
-	uint64_t total = c->warm + c->ops, overhead = timer_init()->overhead_ticks;
-	struct ev_live l = { 0 };
-	struct hkv_extent *ext = malloc(EV_MAX_EXT * sizeof(*ext));
-	struct hkv_pool *p = NULL;
-	struct samples s = { 0 };
-	struct rng r;
+	struct workload w = {
+		.npages = c->npages, .occupancy = c->occ, .ops = c->ops,
+		.touch_share = c->touch, .remove_share = c->remove, .seed = c->seed,
+		.evict = c->window == 1 ? EVICT_LRU : EVICT_LRU_COALESCE,
+		.sizes = *c->sizes, .backing = HKV_BACKING_NONE,
+		.room_low = 1.0 - c->occ,
+	};
+	struct balloc_ops hk;
+	struct result r = { .name = "hugekv" };
 	int err;
 
+	/* --warm allocations before measuring: about warm * mean pages, the
+	 * first occ * npages of them fill the space */
+	w.burnin = (double)c->warm * c->sizes->mean / (double)c->npages - c->occ;
+	w.burnin = w.burnin > 0 ? w.burnin : 0;
+	w.room_high = w.room_low + c->gap > 1 ? 1 : w.room_low + c->gap;
+	hkv_adapter_ops(&w, &hk);
 	memset(res, 0, sizeof(*res));
-	l.id = malloc(total * sizeof(*l.id));
-	l.pos = malloc(total * sizeof(*l.pos));
-	err = ext && l.id && l.pos ? samples_init(&s, c->ops) : -ENOMEM;
-	if (!err)
-		err = ev_pool(c, &p);
-	if (err)
-		goto free_bufs;
-	hkv_set_evict_fn(p, ev_on_evict, &l);
-	rng_seed(&r, c->seed);
-	for (uint64_t i = 0; i < total && !err; i++) {
-		if (i == c->warm)
-			hkv_stats(p, &st0);
-		err = ev_step(p, c, &r, &l, ext, i, i >= c->warm ? &s : NULL, res, overhead);
+	err = run_lru(&hk, &w, NULL, &r);
+	if (!err) {
+		res->epa = r.epa_mean;
+		res->multi = r.multi_share;
+		res->allocs = r.allocs;
+		res->failures = r.failures;
+		res->lat = r.alloc_ns;
+		res->runs_per_kalloc = r.allocs ? 1000.0 * r.evict_runs / r.allocs : 0;
+		res->units_per_run = r.evict_runs ? (double)r.evictions / r.evict_runs : 0;
 	}
-	hkv_stats(p, &st1);
-	samples_summarize(&s, &res->lat);
-	if (res->allocs) {
-		res->epa /= res->allocs;
-		res->multi /= res->allocs;
-		res->runs_per_kalloc = 1000.0 * (st1.eviction_runs - st0.eviction_runs) / res->allocs;
-	}
-	if (st1.eviction_runs > st0.eviction_runs)
-		res->units_per_run = (double)(st1.evictions - st0.evictions) /
-				     (st1.eviction_runs - st0.eviction_runs);
-	hkv_pool_destroy(p);
-free_bufs:
-	samples_free(&s);
-	free(l.pos);
-	free(l.id);
-	free(ext);
+	result_free(&r);
 	return err;
 }
 

@@ -7,6 +7,12 @@
  * extents). Radix splits are hkv_unit_split + hkv_unit_remove(HKV_UNIT_FREE)
  * of the tail. The victims are recorded, so the baselines replay the same
  * sequence.
+ *
+ * Under the pool's free-room watermarks (workload room_low > 0, `hkv-bench
+ * evict`) every step allocates with HKV_ALLOC_EVICT and the pool evicts
+ * inside hkv_alloc to keep room_low free; a random live unit may be
+ * removed first (remove_share). A request that fails even then is counted
+ * and dropped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +30,8 @@ struct lru {
 	uint64_t overhead, nsplit;
 	uint32_t *evicted;	/* unit ids the callback saw */
 	uint32_t nev, cap;
+	bool measuring;
+	struct hkv_stats st0;	/* at the first measured step */
 };
 
 static void lru_on_evict(void *ctx, uint64_t unit, const struct hkv_extent *ext,
@@ -43,8 +51,34 @@ static int lru_push(struct lru *l, uint32_t kind, uint32_t pages, uint32_t id)
 	return l->t ? trace_push(l->t, kind, pages, id) : 0;
 }
 
+/* unit id went free (evicted or removed): shadow check, records, trace */
+static int lru_gone(struct lru *l, uint32_t id)
+{
+	int err = rc_freed(&l->rc, rec_ext(&l->rc.rec[id]), l->rc.rec[id].n);
+
+	rc_release(&l->rc, id);
+	gen_remove(&l->g, id);
+	return err ? err : lru_push(l, OP_FREE, 0, id);
+}
+
+/* the units the evict callback saw since the last call */
+static int lru_reap(struct lru *l)
+{
+	int err = 0;
+
+	if (l->nev > l->cap) {
+		fprintf(stderr, "hkv-bench: %u units evicted at once\n", l->nev);
+		return -EUCLEAN;
+	}
+	for (uint32_t i = 0; i < l->nev && !err; i++)
+		err = lru_gone(l, l->evicted[i]);
+	l->nev = 0;
+	return err;
+}
+
 static int lru_alloc(struct lru *l, bool measuring)
 {
+	bool wm = l->g.w->room_low > 0;
 	uint32_t pages;
 	int64_t id = gen_alloc(&l->g, &pages);
 	uint64_t t0, t1;
@@ -52,18 +86,48 @@ static int lru_alloc(struct lru *l, bool measuring)
 
 	if (id < 0 || rc_grow(&l->rc, (uint32_t)id))
 		return -ENOMEM;
+	l->nev = 0;
 	t0 = tick();
-	k = hkv_alloc(l->pool, pages, 0, 0, l->rc.ext, l->rc.maxext);
+	k = hkv_alloc(l->pool, pages, 0, wm ? HKV_ALLOC_EVICT : 0, l->rc.ext, l->rc.maxext);
 	t1 = tick();
-	if (measuring)
+	if (measuring && k >= 0)
 		samples_add(&l->rc.r->alloc, t0, t1, l->overhead);
-	err = rc_alloc_done(&l->rc, (uint32_t)id, k, pages, measuring);
+	/* the victims went free before the new extents were handed out */
+	err = wm ? lru_reap(l) : 0;
+	if (!err && wm && k < 0) {
+		l->rc.r->failures += measuring;
+		gen_remove(&l->g, (uint32_t)id);
+		return 0;
+	}
+	if (!err)
+		err = rc_alloc_done(&l->rc, (uint32_t)id, k, pages, measuring);
 	if (!err)
 		err = hkv_unit_add(l->pool, (uint64_t)id, rec_ext(&l->rc.rec[id]),
 				   l->rc.rec[id].n);
 	if (!err && l->t && pages > l->t->max_size)
 		l->t->max_size = pages;
 	return err ? err : lru_push(l, OP_ALLOC, pages, (uint32_t)id);
+}
+
+/* watermarks: the engine drops a random unit (radix pruning, an abort) */
+static int lru_remove(struct lru *l, bool measuring)
+{
+	uint32_t id = gen_pick(&l->g);
+	uint64_t t0, t1;
+	int err;
+
+	t0 = tick();
+	err = hkv_unit_remove(l->pool, id, HKV_UNIT_FREE);
+	t1 = tick();
+	if (err) {
+		fprintf(stderr, "hkv-bench: unit remove: %s\n", hkv_strerror(err));
+		return err;
+	}
+	if (measuring) {
+		samples_add(&l->rc.r->free, t0, t1, l->overhead);
+		l->rc.r->frees++;
+	}
+	return lru_gone(l, id);
 }
 
 static int lru_split(struct lru *l, uint32_t id, uint32_t keep, bool measuring)
@@ -96,7 +160,6 @@ static int lru_evict(struct lru *l, bool measuring)
 {
 	uint64_t t0, t1;
 	int64_t freed;
-	int err = 0;
 
 	l->nev = 0;
 	t0 = tick();
@@ -111,16 +174,7 @@ static int lru_evict(struct lru *l, bool measuring)
 		samples_add(&l->rc.r->free, t0, t1, l->overhead);
 		l->rc.r->frees++;
 	}
-	for (uint32_t i = 0; i < l->nev && !err; i++) {
-		uint32_t id = l->evicted[i];
-
-		err = rc_freed(&l->rc, rec_ext(&l->rc.rec[id]), l->rc.rec[id].n);
-		rc_release(&l->rc, id);
-		gen_remove(&l->g, id);
-		if (!err)
-			err = lru_push(l, OP_FREE, 0, id);
-	}
-	return err;
+	return lru_reap(l);
 }
 
 static int lru_step(struct lru *l, int phase)
@@ -130,9 +184,22 @@ static int lru_step(struct lru *l, int phase)
 
 	if (l->t && measuring && !l->t->measure_from)
 		l->t->measure_from = l->t->n;
+	if (measuring && !l->measuring) {
+		l->measuring = true;
+		l->st0.sz = sizeof(l->st0);
+		hkv_stats(l->pool, &l->st0);
+	}
 	if (l->g.nlive && rng_unit(&l->g.rng) < l->g.w->touch_share &&
 	    hkv_unit_touch(l->pool, gen_pick(&l->g)))
 		return -EUCLEAN;
+	if (l->g.w->room_low > 0) {
+		int err = 0;
+
+		gen_fits(&l->g);	/* marks the space full: burn-in counts from there */
+		if (l->g.nlive && rng_unit(&l->g.rng) < l->g.w->remove_share)
+			err = lru_remove(l, measuring);
+		return err ? err : lru_alloc(l, measuring);
+	}
 	if (gen_fits(&l->g))
 		return lru_alloc(l, measuring);
 	if (!l->g.nlive)
@@ -188,6 +255,13 @@ int run_lru(const struct balloc_ops *hk, const struct workload *w,
 	}
 	if (t)
 		t->nallocs = l->g.next_id;
+	if (!err) {
+		struct hkv_stats st1 = { .sz = sizeof(st1) };
+
+		hkv_stats(l->pool, &st1);
+		r->evict_runs = st1.eviction_runs - l->st0.eviction_runs;
+		r->evictions = st1.evictions - l->st0.evictions;
+	}
 	rc_finish(&l->rc);
 	r->seconds = (now_ns() - t0) / 1e9;
 	hkv_set_evict_fn(l->pool, NULL, NULL);

@@ -435,7 +435,7 @@ static int ha_free(void *st, const struct hkv_extent *ext, unsigned n)
 
 /**
  * hkv_adapter_ops() - hugekv behind the baselines' interface
- * @w: the workload (page size, backing, eviction window)
+ * @w: the workload (page size, backing, eviction window, watermarks)
  * @out: receives the ops
  *
  * One lane, no chunk cap: free-extent counts match the shadow bitmap's.
@@ -451,6 +451,8 @@ int hkv_adapter_ops(const struct workload *w, struct balloc_ops *out)
 	adapter_opts.numa_node = -1;
 	adapter_opts.nlanes = 1;
 	adapter_opts.evict_window = w->evict == EVICT_LRU ? 1 : 8;
+	adapter_opts.free_room_low = w->room_low;
+	adapter_opts.free_room_high = w->room_high;
 	*out = (struct balloc_ops){
 		.name = "hugekv",
 		.create = ha_create,
