@@ -627,7 +627,7 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
  * @pool: the pool
  * @unit: the unit's id
  *
- * Return: 0, or -ENOENT, -EDEADLK, -ECHILD.
+ * Return: 0, or -EINVAL (NULL pool), -ENOENT, -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit);
 
@@ -636,7 +636,7 @@ HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit);
  * @pool: the pool
  * @unit: the unit's id
  *
- * Return: 0, or -ENOENT, -EOVERFLOW, -EDEADLK, -ECHILD.
+ * Return: 0, or -EINVAL (NULL pool), -ENOENT, -EOVERFLOW, -EDEADLK, -ECHILD.
  */
 HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit);
 

@@ -35,14 +35,6 @@ static int slots_fill(struct hkv_pool *pool)
 	return 0;
 }
 
-/**
- * hkv_free_slots() - legacy flat view of the free pages
- * @pool: the pool
- * @slots: receives the sorted free page ids
- * @n: receives their number
- *
- * Return: 0, -EINVAL, -ENOMEM or -ECHILD.
- */
 HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64_t *n)
 {
 	unsigned i;

@@ -257,14 +257,6 @@ uint64_t evict_run(struct hkv_pool *pool, unsigned lane, uint64_t target,
 	return freed;
 }
 
-/**
- * hkv_evict() - evict cold unpinned units until @target_free pages are free
- * @pool: the pool
- * @target_free: absolute free-page count
- *
- * Return: pages freed, or -EINVAL, -EDEADLK (from inside the evict
- * callback), -ECHILD (pool of another process).
- */
 HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
 {
 	uint64_t freed;
@@ -282,12 +274,6 @@ HKV_API int64_t hkv_evict(struct hkv_pool *pool, uint64_t target_free)
 	return (int64_t)freed;
 }
 
-/**
- * hkv_set_evict_fn() - set the callback told about each evicted unit
- * @pool: the pool
- * @fn: callback, or NULL
- * @ctx: passed to @fn
- */
 HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
 {
 	if (!pool || res_lock(pool))

@@ -32,14 +32,8 @@ static __thread struct {
 	char msg[LOG_HELD][LOG_HELD_LEN];
 } tl;
 
-/**
- * hkv_set_log_fn() - route the library's messages
- * @fn: callback, or NULL for the default (stderr, level from HUGEKV_LOG)
- * @ctx: passed to @fn
- *
- * Waits for callbacks running on other threads; from inside the callback
- * the change takes effect when the callback returns.
- */
+/* waits for callbacks running on other threads; from inside the callback
+ * the change takes effect when the callback returns */
 HKV_API void hkv_set_log_fn(hkv_log_fn fn, void *ctx)
 {
 	if (tl.in_callback) {
@@ -169,16 +163,8 @@ void log_fork_child(void)
 	pthread_rwlock_init(&log_lock, NULL);
 }
 
-/**
- * hkv_strerror() - describe an error code of this library
- * @err: a negative (or positive) errno
- *
- * Codes the library returns itself get text that says what they mean here;
- * any other errno (passed through from a system call) gets the system's
- * description.
- *
- * Return: a static string.
- */
+/* the library's own codes get text that says what they mean here; any
+ * other errno (passed through from a system call) gets the system's */
 HKV_API const char *hkv_strerror(int err)
 {
 	const char *s;

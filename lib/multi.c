@@ -99,15 +99,6 @@ static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned 
 	return ret;
 }
 
-/**
- * hkv_free() - free every page of some extents, all or nothing
- * @pool: the pool
- * @ext: extents
- * @n: number of extents
- *
- * Return: 0, -EINVAL, -EBUSY, -ENOMEM (bookkeeping could not grow), or
- * -ECHILD (pool of another process).
- */
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
 {
 	uint64_t pieces = 0, pages = 0;
@@ -324,16 +315,6 @@ static long lanes_plan(struct hkv_pool *pool, const uint64_t *count, unsigned lo
 	return sum;
 }
 
-/**
- * hkv_alloc_lanes() - allocate from several lanes at once, all or nothing
- * @pool: the pool
- * @count: count[i] pages from lane i
- * @flags: as for hkv_alloc()
- * @ext: receives the extents, lane by lane
- * @max_ext: room in @ext
- *
- * Return: total extents, or -ENOMEM, -ENOSPC, -EINVAL, -EDEADLK, -ECHILD.
- */
 HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 			    unsigned flags, struct hkv_extent *ext, unsigned max_ext)
 {
@@ -442,15 +423,6 @@ int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 	return ret;
 }
 
-/**
- * hkv_extents_allocated() - are all pages of some extents allocated?
- * @pool: the pool
- * @ext: extents
- * @n: number of extents
- *
- * Return: 0, -EINVAL (a page free or out of range, an empty extent, n 0)
- * or -ECHILD.
- */
 HKV_API int hkv_extents_allocated(const struct hkv_pool *pool, const struct hkv_extent *ext,
 				  unsigned n)
 {

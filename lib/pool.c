@@ -50,13 +50,6 @@ static void lanes_destroy(struct hkv_pool *pool)
 	free(pool->lanes);
 }
 
-/**
- * hkv_pool_create() - create a pool
- * @opts: options; @opts->sz must be set
- * @out: receives the pool
- *
- * Return: 0 or -errno; a failed create gives back everything it took.
- */
 HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **out)
 {
 	struct hkv_pool *pool;
@@ -104,14 +97,9 @@ free_pool:
 	return err;
 }
 
-/**
- * hkv_pool_destroy() - destroy a pool and unmap its arena
- * @pool: the pool, or NULL
- *
- * In a child of the creating process the arena is not there (DONTFORK) and
+/* In a child of the creating process the arena is not there (DONTFORK) and
  * its address range may hold the child's own mappings: only the
- * bookkeeping is freed. From the pool's own evict callback it is refused.
- */
+ * bookkeeping is freed. From the pool's own evict callback it is refused. */
 HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 {
 	if (!pool)
@@ -133,29 +121,11 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 	free(pool);
 }
 
-/**
- * hkv_pool_id() - the pool's id, as carried by trace probes
- * @pool: the pool
- *
- * Return: the id (0 for NULL).
- */
 HKV_API uint64_t hkv_pool_id(const struct hkv_pool *pool)
 {
 	return pool ? pool->id : 0;
 }
 
-/**
- * hkv_alloc() - allocate pages as extents
- * @pool: the pool
- * @npages: pages wanted
- * @lane: lane, or HKV_LANE_ANY
- * @flags: HKV_ALLOC_CONTIG, HKV_ALLOC_EVICT
- * @ext: receives the extents
- * @max_ext: room in @ext
- *
- * Return: extents, or -ENOMEM, -ENOSPC, -EINVAL, -EDEADLK (HKV_ALLOC_EVICT
- * from inside the evict callback), -ECHILD (pool of another process).
- */
 HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		      unsigned flags, struct hkv_extent *ext, unsigned max_ext)
 {
@@ -192,14 +162,6 @@ out:
 	return ret;
 }
 
-/**
- * hkv_lane_range() - the contiguous block of pages a lane owns
- * @pool: the pool
- * @lane: lane number
- * @out: receives the block
- *
- * Return: 0 or -EINVAL.
- */
 HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane, struct hkv_extent *out)
 {
 	if (!pool || !out || lane >= pool->nlanes)
@@ -211,12 +173,6 @@ HKV_API int hkv_lane_range(const struct hkv_pool *pool, unsigned lane, struct hk
 	return 0;
 }
 
-/**
- * hkv_available() - free pages in the pool
- * @pool: the pool
- *
- * Return: free pages; O(nlanes) relaxed reads, no lock.
- */
 HKV_API uint64_t hkv_available(const struct hkv_pool *pool)
 {
 	if (!pool || pool_forked(pool))
@@ -224,13 +180,6 @@ HKV_API uint64_t hkv_available(const struct hkv_pool *pool)
 	return pool_free_pages(pool);
 }
 
-/**
- * hkv_page_ptr() - address of a KV page
- * @pool: the pool
- * @page: page number
- *
- * Return: the address, or NULL (index-only pool, bad page).
- */
 HKV_API void *hkv_page_ptr(const struct hkv_pool *pool, uint64_t page)
 {
 	if (!pool || !pool->base || page >= pool->npages || pool_forked(pool))
@@ -238,14 +187,6 @@ HKV_API void *hkv_page_ptr(const struct hkv_pool *pool, uint64_t page)
 	return pool->base + page * pool->page_bytes;
 }
 
-/**
- * hkv_regions() - the pool's memory regions
- * @pool: the pool
- * @r: receives up to @max regions
- * @max: room in @r
- *
- * Return: the number of regions (0 for index-only pools), or -EINVAL.
- */
 HKV_API int hkv_regions(const struct hkv_pool *pool, struct hkv_region *r, unsigned max)
 {
 	if (!pool || (!r && max))

@@ -35,16 +35,8 @@ static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
 	}
 }
 
-/**
- * hkv_stats() - take a snapshot
- * @pool: the pool
- * @st: receives it; @st->sz set by the caller
- *
- * Each lane is read under its lock, one after another: per-lane figures are
- * consistent, the pool's sums are a near snapshot under concurrency.
- *
- * Return: 0, -EINVAL, -EDEADLK (from inside the evict callback), -ECHILD.
- */
+/* each lane is read under its lock, one after another: per-lane figures
+ * are consistent, the pool's sums a near snapshot under concurrency */
 HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 {
 	struct hkv_pool *p = (struct hkv_pool *)pool;	/* locks only */
@@ -89,17 +81,9 @@ HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 	return 0;
 }
 
-/**
- * hkv_check() - full invariant check
- * @pool: the pool
- *
- * Each lane's index, then the units against the in_unit page bits.
- * Messages about broken invariants are delivered after the locks are
- * released (the log callback may call back into the pool).
- *
- * Return: 0, -EUCLEAN, -EINVAL, -EDEADLK (from inside the evict callback),
- * -ECHILD.
- */
+/* each lane's index, then the units against the in_unit page bits;
+ * messages about broken invariants are delivered after the locks are
+ * released (the log callback may call back into the pool) */
 HKV_API int hkv_check(const struct hkv_pool *pool)
 {
 	struct hkv_pool *p = (struct hkv_pool *)pool;	/* locks only */

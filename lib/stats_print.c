@@ -108,14 +108,6 @@ static void print_text(FILE *f, const struct hkv_stats *st, uint64_t id)
 			st->region[i].flags & HKV_REGION_FALLBACK ? ", FALLBACK" : "");
 }
 
-/**
- * hkv_stats_print() - print a pool's stats
- * @pool: the pool
- * @f: where to print
- * @flags: 0 = text, HKV_PRINT_JSON = JSON
- *
- * Return: 0, -EINVAL, or -EIO.
- */
 HKV_API int hkv_stats_print(const struct hkv_pool *pool, FILE *f, unsigned flags)
 {
 	struct hkv_stats *st;

@@ -302,16 +302,6 @@ static struct res_unit *unit_new(uint64_t id, unsigned n)
 	return u;
 }
 
-/**
- * hkv_unit_add() - make allocated pages a cache unit (most recently used)
- * @pool: the pool
- * @unit: caller's id
- * @ext: the pages, in unit page order
- * @n: number of extents
- *
- * Return: 0, or -EEXIST, -EINVAL (page not allocated, in a unit, named
- * twice, out of range, empty extent), -ENOMEM.
- */
 HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 			 const struct hkv_extent *ext, unsigned n)
 {
@@ -372,13 +362,6 @@ static int lock_unit(struct hkv_pool *pool, uint64_t unit, struct res_unit **out
 	return -ENOENT;
 }
 
-/**
- * hkv_unit_touch() - make a unit the most recently used, O(1)
- * @pool: the pool
- * @unit: the id
- *
- * Return: 0, or -ENOENT, -EINVAL.
- */
 HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit)
 {
 	struct res_unit *u;
@@ -392,13 +375,6 @@ HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit)
 	return 0;
 }
 
-/**
- * hkv_unit_pin() - take a pin: the unit is not evicted, removed or freed
- * @pool: the pool
- * @unit: the id
- *
- * Return: 0, or -ENOENT, -EOVERFLOW, -EINVAL.
- */
 HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 {
 	struct res_unit *u;
@@ -417,13 +393,6 @@ HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 	return rc;
 }
 
-/**
- * hkv_unit_unpin() - drop a pin
- * @pool: the pool
- * @unit: the id
- *
- * Return: 0, or -ENOENT, -EINVAL (not pinned).
- */
 HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit)
 {
 	struct res_unit *u;
@@ -473,15 +442,6 @@ static unsigned split_count(const struct res_unit *u, uint64_t at)
 	return u->n - k - (at - acc == u->ext[k].len);
 }
 
-/**
- * hkv_unit_split() - split a unit; both halves keep pins and LRU position
- * @pool: the pool
- * @unit: the id
- * @at_page: pages that stay in @unit (0 < @at_page < size)
- * @new_unit: id of the rest
- *
- * Return: 0, or -ENOENT, -EEXIST, -EINVAL, -ENOMEM.
- */
 HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_page,
 			   uint64_t new_unit)
 {
@@ -528,14 +488,6 @@ unlock:
 	return rc;
 }
 
-/**
- * hkv_unit_remove() - release an unpinned unit, optionally freeing its pages
- * @pool: the pool
- * @unit: the id
- * @flags: HKV_UNIT_FREE
- *
- * Return: 0, or -ENOENT, -EBUSY (pinned), -EINVAL, -ENOMEM.
- */
 HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags)
 {
 	struct res_unit *u;
