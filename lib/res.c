@@ -94,6 +94,17 @@ void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add)
 		r->evictable[u->home] -= u->home_pages;
 }
 
+/* the state's arrays and the state itself (any of them may be NULL) */
+static void res_free(struct hkv_res *r)
+{
+	free(r->evictable);
+	free(r->cand);
+	free(r->cursor);
+	free(r->lru);
+	free(r->bucket);
+	free(r);
+}
+
 /**
  * res_create() - set up the residency state of a new pool (pool->res)
  * @pool: the pool, lanes already created
@@ -122,12 +133,7 @@ int res_create(struct hkv_pool *pool)
 	return 0;
 
 free_arrays:
-	free(r->evictable);
-	free(r->cand);
-	free(r->cursor);
-	free(r->lru);
-	free(r->bucket);
-	free(r);
+	res_free(r);
 	return -ENOMEM;
 }
 
@@ -155,12 +161,7 @@ void res_destroy(struct hkv_pool *pool)
 	}
 	if (!pool_forked(pool))		/* a fork() child may see it held */
 		pthread_mutex_destroy(&r->lock);
-	free(r->evictable);
-	free(r->cand);
-	free(r->cursor);
-	free(r->lru);
-	free(r->bucket);
-	free(r);
+	res_free(r);
 	pool->res = NULL;
 }
 
