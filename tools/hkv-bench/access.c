@@ -37,10 +37,20 @@ struct ac_opts {
 };
 
 struct ac_result {
+	const char *name;		/* of the backing */
 	int backing, err;
 	uint64_t hugepage_bytes;
-	int node;
+	double node;			/* where the arena landed (JSON: a number) */
 	double lat_ns, gbps;
+};
+
+#define AC_COL(m, key, type, head, fmt)	COL(struct ac_result, m, key, type, head, fmt)
+static const struct col ac_cols[] = {	/* the first names a failed run too */
+	AC_COL(name, "backing", COL_STR, "back", "%-4s"),
+	AC_COL(hugepage_bytes, "hugepage_bytes", COL_U64, NULL, NULL),
+	AC_COL(node, "node", COL_DBL, "node", "%4.0f"),
+	AC_COL(lat_ns, "latency_ns", COL_DBL, "latency ns", "%10.1f"),
+	AC_COL(gbps, "bandwidth_gbps", COL_DBL, "GB/s", "%7.2f"),
 };
 
 /* the page sizes this benchmark compares (THP too, when asked) */
@@ -50,8 +60,6 @@ static int ac_backing(const char *s, int *b)
 
 	return err || *b == HKV_BACKING_AUTO || *b == HKV_BACKING_NONE ? -EINVAL : 0;
 }
-
-#define ac_name(b) hkv_backing_name(b)
 
 /* a random cycle through all blocks; each link at a random cache line */
 static void build_chase(char *base, uint64_t nblocks, struct rng *r)
@@ -269,20 +277,18 @@ static void ac_report(void *st, struct json *j)
 	if (!j) {
 		printf("access: %llu MiB arena, mem node %d, cpu node %d, median of %u\n",
 		       (unsigned long long)(o->size >> 20), o->mem_node, o->cpu_node, o->repeat);
+		cols_head(stdout, ac_cols, NCOLS(ac_cols));
 		for (unsigned i = 0; i < n; i++) {
-			if (res[i].err) {
-				printf("  %-4s failed: %s\n", ac_name(res[i].backing),
-				       hkv_strerror(res[i].err));
-				continue;
-			}
-			printf("  %-4s node %2d  latency %7.1f ns  bandwidth %6.2f GB/s\n",
-			       ac_name(res[i].backing), res[i].node, res[i].lat_ns, res[i].gbps);
+			if (res[i].err)
+				printf("%-4s failed: %s\n", res[i].name, hkv_strerror(res[i].err));
+			else
+				cols_text(stdout, &res[i], ac_cols, NCOLS(ac_cols));
 		}
 		if (s && h)
-			printf("  4k/2m: latency %.2fx, 2m/4k bandwidth %.2fx\n",
+			printf("4k/2m: latency %.2fx, 2m/4k bandwidth %.2fx\n",
 			       s->lat_ns / h->lat_ns, h->gbps / s->gbps);
 		if (h && g)
-			printf("  2m/1g: latency %.2fx, 1g/2m bandwidth %.2fx\n",
+			printf("2m/1g: latency %.2fx, 1g/2m bandwidth %.2fx\n",
 			       h->lat_ns / g->lat_ns, g->gbps / h->gbps);
 		return;
 	}
@@ -294,15 +300,9 @@ static void ac_report(void *st, struct json *j)
 	json_arr(j, "runs");
 	for (unsigned i = 0; i < n; i++) {
 		json_obj(j, NULL);
-		json_str(j, "backing", ac_name(res[i].backing));
-		if (res[i].err) {
+		cols_json(j, &res[i], ac_cols, res[i].err ? 1 : NCOLS(ac_cols));
+		if (res[i].err)
 			json_str(j, "error", hkv_strerror(res[i].err));
-		} else {
-			json_u64(j, "hugepage_bytes", res[i].hugepage_bytes);
-			json_dbl(j, "node", res[i].node);
-			json_dbl(j, "latency_ns", res[i].lat_ns);
-			json_dbl(j, "bandwidth_gbps", res[i].gbps);
-		}
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -326,6 +326,7 @@ static int ac_measure(void *st)
 		return -ENOMEM;
 	for (unsigned i = 0; i < o->nbacking; i++) {
 		ac_run(o, o->backing[i], &o->res[i]);
+		o->res[i].name = hkv_backing_name(o->backing[i]);
 		bad |= o->res[i].err != 0;
 	}
 	return bad;

@@ -92,6 +92,28 @@ double median_d(double *v, unsigned n);
 /* a latency summary as {"n": .., "mean": .., "p50": .., ...} */
 void json_lat(struct json *j, const char *key, const struct lat *l);
 
+/* ---- report fields: one table for a record's JSON and its text row ------ */
+enum col_type { COL_U64, COL_UINT, COL_INT, COL_DBL, COL_STR, COL_LAT };
+
+struct col {
+	const char *key;	/* JSON member; NULL: text only */
+	size_t off;
+	enum col_type type;	/* COL_STR: a const char *; COL_LAT: JSON only */
+	const char *head;	/* text heading; NULL: JSON only */
+	const char *fmt;	/* text cell, "%9.3f"; "%d"/"%u" kinds print counts */
+	double mul;		/* text: the value times this (100: a percentage) */
+};
+
+#define COL(T, m, key, type, head, fmt)	{ key, offsetof(T, m), type, head, fmt, 0 }
+#define COL_PCT(T, m, key, head, fmt)	{ key, offsetof(T, m), COL_DBL, head, fmt, 100 }
+#define NCOLS(t)			(sizeof(t) / sizeof((t)[0]))
+
+/* the headings, one record's cells (each followed by a newline) */
+void cols_head(FILE *f, const struct col *c, size_t n);
+void cols_text(FILE *f, const void *obj, const struct col *c, size_t n);
+/* the record's members into the open object */
+void cols_json(struct json *j, const void *obj, const struct col *c, size_t n);
+
 /* ---- RNG: splitmix64 seeded, xoshiro256** ------------------------------- */
 struct rng {
 	uint64_t s[4];

@@ -28,10 +28,28 @@ struct ev_cfg {
 };
 
 struct ev_res {
+	double occ, gap;		/* the configuration */
+	unsigned window;
 	double epa, multi;		/* extents per allocation, multi-extent share */
 	double runs_per_kalloc, units_per_run;
 	uint64_t allocs, failures;
 	struct lat lat;
+};
+
+#define EV_COL(m, key, type, head, fmt)	COL(struct ev_res, m, key, type, head, fmt)
+static const struct col ev_cols[] = {
+	{ "occupancy", offsetof(struct ev_res, occ), COL_DBL, "occ%", "%5.1f", 100 },
+	{ "gap", offsetof(struct ev_res, gap), COL_DBL, "gap%", "%5.2f", 100 },
+	EV_COL(window, "window", COL_UINT, "window", "%6u"),
+	EV_COL(epa, "extents_per_alloc", COL_DBL, "ext/alloc", "%9.3f"),
+	COL_PCT(struct ev_res, multi, "multi_extent_share", "multi", "%6.1f%%"),
+	EV_COL(runs_per_kalloc, "eviction_runs_per_1k_allocs", COL_DBL, "runs/1k", "%8.2f"),
+	EV_COL(units_per_run, "units_per_run", COL_DBL, "units/run", "%9.1f"),
+	EV_COL(lat.p50, NULL, COL_DBL, "p50ns", "%7.0f"),
+	EV_COL(lat.p99, NULL, COL_DBL, "p99ns", "%7.0f"),
+	EV_COL(lat.p999, NULL, COL_DBL, "p999ns", "%8.0f"),
+	EV_COL(failures, "alloc_failures", COL_U64, "fails", "%6llu"),
+	EV_COL(lat, "alloc_ns", COL_LAT, NULL, NULL),
 };
 
 /* one seed of one configuration: an LRU churn under the watermarks */
@@ -201,29 +219,6 @@ static int ev_validate(void *st, int json)
 	return 0;
 }
 
-static void ev_print_row(FILE *f, const struct ev_cfg *c, const struct ev_res *r)
-{
-	fprintf(f, "%5.1f %5.2f %6u %9.3f %6.1f%% %8.2f %9.1f %7.0f %7.0f %8.0f %6llu\n",
-		100 * c->occ, 100 * c->gap, c->window, r->epa, 100 * r->multi,
-		r->runs_per_kalloc, r->units_per_run, r->lat.p50, r->lat.p99, r->lat.p999,
-		(unsigned long long)r->failures);
-}
-
-static void ev_json_row(struct json *j, const struct ev_cfg *c, const struct ev_res *r)
-{
-	json_obj(j, NULL);
-	json_dbl(j, "occupancy", c->occ);
-	json_dbl(j, "gap", c->gap);
-	json_u64(j, "window", c->window);
-	json_dbl(j, "extents_per_alloc", r->epa);
-	json_dbl(j, "multi_extent_share", r->multi);
-	json_dbl(j, "eviction_runs_per_1k_allocs", r->runs_per_kalloc);
-	json_dbl(j, "units_per_run", r->units_per_run);
-	json_u64(j, "alloc_failures", r->failures);
-	json_lat(j, "alloc_ns", &r->lat);
-	json_obj_end(j);
-}
-
 /* configuration k of occupancy i: window 1 or 8, without or with the gap */
 static struct ev_cfg ev_config(const struct ev_opts *o, unsigned i, unsigned k)
 {
@@ -243,8 +238,12 @@ static int ev_measure(void *st)
 	for (unsigned i = 0; i < o->nocc && !err; i++)
 		for (unsigned k = 0; k < 4 && !err; k++) {
 			struct ev_cfg c = ev_config(o, i, k);
+			struct ev_res *r = &o->res[i][k];
 
-			err = ev_median(c, o->rep, &o->res[i][k]);
+			err = ev_median(c, o->rep, r);
+			r->occ = c.occ;
+			r->gap = c.gap;
+			r->window = c.window;
 		}
 	if (err)
 		fprintf(stderr, "hkv-bench evict: %s\n", hkv_strerror(err));
@@ -265,26 +264,22 @@ static void ev_report(void *st, struct json *j)
 		json_arr(j, "results");
 		for (unsigned i = 0; i < o->nocc; i++)
 			for (unsigned k = 0; k < 4; k++) {
-				struct ev_cfg c = ev_config(o, i, k);
-
-				ev_json_row(j, &c, &o->res[i][k]);
+				json_obj(j, NULL);
+				cols_json(j, &o->res[i][k], ev_cols, NCOLS(ev_cols));
+				json_obj_end(j);
 			}
 		json_arr_end(j);
 		return;
 	}
 	printf("hkv-bench evict: %llu pages, sizes %s (mean %.1f), %llu+%llu allocs, "
-	       "touch %.2f, remove %.2f, median of %u seeds\n"
-	       "  occ%%  gap%% window ext/alloc  multi  runs/1k units/run  p50ns   p99ns"
-	       "   p999ns  fails\n",
+	       "touch %.2f, remove %.2f, median of %u seeds\n",
 	       (unsigned long long)o->c.npages, o->sz.name, o->sz.mean,
 	       (unsigned long long)o->c.warm, (unsigned long long)o->c.ops, o->c.touch,
 	       o->c.remove, o->rep);
+	cols_head(stdout, ev_cols, NCOLS(ev_cols));
 	for (unsigned i = 0; i < o->nocc; i++)
-		for (unsigned k = 0; k < 4; k++) {
-			struct ev_cfg c = ev_config(o, i, k);
-
-			ev_print_row(stdout, &c, &o->res[i][k]);
-		}
+		for (unsigned k = 0; k < 4; k++)
+			cols_text(stdout, &o->res[i][k], ev_cols, NCOLS(ev_cols));
 	for (unsigned i = 0; i < o->nocc; i++) {
 		const struct ev_res *r = o->res[i];
 

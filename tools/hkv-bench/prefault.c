@@ -34,13 +34,28 @@ struct pf_opts {
 };
 
 struct pf_result {
+	const char *name;		/* of the backing */
 	int backing;
 	unsigned threads;
 	int err;			/* create failed: -errno */
 	double cold_create_ms, cold_gbps;	/* first run */
 	double create_ms, prefault_gbps;	/* warm medians */
 	double memset_gbps;		/* plain memset over the resident arena */
+	double ratio;			/* prefault / memset */
 	uint64_t hugepage_bytes;
+};
+
+#define PF_COL(m, key, type, head, fmt)	COL(struct pf_result, m, key, type, head, fmt)
+static const struct col pf_cols[] = {	/* the first two name a failed run too */
+	PF_COL(name, "backing", COL_STR, "back", "%-4s"),
+	PF_COL(threads, "threads", COL_UINT, "thr", "%3u"),
+	PF_COL(hugepage_bytes, "hugepage_bytes", COL_U64, NULL, NULL),
+	PF_COL(cold_create_ms, "cold_create_ms", COL_DBL, "cold ms", "%10.1f"),
+	PF_COL(cold_gbps, "cold_prefault_gbps", COL_DBL, "cold GB/s", "%10.2f"),
+	PF_COL(create_ms, "create_ms", COL_DBL, "warm ms", "%10.1f"),
+	PF_COL(prefault_gbps, "prefault_gbps", COL_DBL, "warm GB/s", "%10.2f"),
+	PF_COL(memset_gbps, "memset_gbps", COL_DBL, "memset", "%10.2f"),
+	COL_PCT(struct pf_result, ratio, "prefault_vs_memset", "ratio", "%7.0f%%"),
 };
 
 static int parse_backing(const char *s, int *b)
@@ -187,53 +202,33 @@ static int pf_validate(void *st, int json)
 static void pf_report(void *st, struct json *j)
 {
 	const struct pf_opts *o = st;
-	const struct pf_result *res = o->res;
-	unsigned i, n = o->nres;
 
 	if (!j) {
 		printf("prefault: %llu MiB pools, warm = median of %u runs\n",
 		       (unsigned long long)(o->size >> 20), o->repeat);
-		printf("  %-4s %3s %10s %10s %10s %10s %10s %8s\n", "back", "thr", "cold ms",
-		       "cold GB/s", "warm ms", "warm GB/s", "memset", "ratio");
-		for (i = 0; i < n; i++) {
-			const struct pf_result *r = &res[i];
-
-			if (r->err) {
-				printf("  %-4s %3u  failed: %s\n", hkv_backing_name(r->backing), r->threads,
-				       hkv_strerror(r->err));
-				continue;
-			}
-			printf("  %-4s %3u %10.1f %10.2f %10.1f %10.2f %10.2f %7.0f%%\n",
-			       hkv_backing_name(r->backing), r->threads, r->cold_create_ms, r->cold_gbps,
-			       r->create_ms, r->prefault_gbps, r->memset_gbps,
-			       100 * r->prefault_gbps / r->memset_gbps);
-		}
-		return;
+		cols_head(stdout, pf_cols, NCOLS(pf_cols));
+	} else {
+		json_u64(j, "size", o->size);
+		json_u64(j, "repeat", o->repeat);
+		json_arr(j, "runs");
 	}
-	json_u64(j, "size", o->size);
-	json_u64(j, "repeat", o->repeat);
-	json_arr(j, "runs");
-	for (i = 0; i < n; i++) {
-		const struct pf_result *r = &res[i];
+	for (unsigned i = 0; i < o->nres; i++) {
+		const struct pf_result *r = &o->res[i];
 
-		json_obj(j, NULL);
-		json_str(j, "backing", hkv_backing_name(r->backing));
-		json_u64(j, "threads", r->threads);
-		if (r->err) {
-			json_str(j, "error", hkv_strerror(r->err));
-			json_obj_end(j);
+		if (!j && r->err)
+			printf("%-4s %3u  failed: %s\n", r->name, r->threads, hkv_strerror(r->err));
+		else if (!j)
+			cols_text(stdout, r, pf_cols, NCOLS(pf_cols));
+		if (!j)
 			continue;
-		}
-		json_u64(j, "hugepage_bytes", r->hugepage_bytes);
-		json_dbl(j, "cold_create_ms", r->cold_create_ms);
-		json_dbl(j, "cold_prefault_gbps", r->cold_gbps);
-		json_dbl(j, "create_ms", r->create_ms);
-		json_dbl(j, "prefault_gbps", r->prefault_gbps);
-		json_dbl(j, "memset_gbps", r->memset_gbps);
-		json_dbl(j, "prefault_vs_memset", r->prefault_gbps / r->memset_gbps);
+		json_obj(j, NULL);
+		cols_json(j, r, pf_cols, r->err ? 2 : NCOLS(pf_cols));
+		if (r->err)
+			json_str(j, "error", hkv_strerror(r->err));
 		json_obj_end(j);
 	}
-	json_arr_end(j);
+	if (j)
+		json_arr_end(j);
 }
 
 static int pf_measure(void *st)
@@ -246,8 +241,12 @@ static int pf_measure(void *st)
 		return -ENOMEM;
 	for (unsigned b = 0; b < o->nbacking; b++)
 		for (unsigned t = 0; t < o->nthreads; t++) {
-			pf_run(o, o->backing[b], o->threads[t], &o->res[o->nres]);
-			bad |= o->res[o->nres++].err != 0;
+			struct pf_result *r = &o->res[o->nres++];
+
+			pf_run(o, o->backing[b], o->threads[t], r);
+			r->name = hkv_backing_name(r->backing);
+			r->ratio = r->memset_gbps ? r->prefault_gbps / r->memset_gbps : 0;
+			bad |= r->err != 0;
 		}
 	return bad;
 }

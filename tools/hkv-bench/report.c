@@ -11,16 +11,40 @@ static double ratio(double base, double ours)
 	return ours > 0 ? base / ours : 0;
 }
 
-static void text_row(FILE *f, const char *name, const struct result *r,
-		     const struct lat *a, const struct lat *fr)
-{
-	char ops[32];
+/* one allocator's row: the text table and its JSON members */
+#define R_COL(m, key, type, head, fmt)	COL(struct result, m, key, type, head, fmt)
+static const struct col result_cols[] = {
+	R_COL(name, NULL, COL_STR, "allocator", "%-16s"),
+	R_COL(ops, "ops", COL_U64, "ops", "%8llu"),
+	R_COL(allocs, "allocs", COL_U64, NULL, NULL),
+	R_COL(frees, "frees", COL_U64, NULL, NULL),
+	R_COL(alloc_ns.p50, NULL, COL_DBL, "alloc p50", "%9.0f"),
+	R_COL(alloc_ns.p90, NULL, COL_DBL, "p90", "%8.0f"),
+	R_COL(alloc_ns.p99, NULL, COL_DBL, "p99", "%9.0f"),
+	R_COL(alloc_ns.p999, NULL, COL_DBL, "p999", "%9.0f"),
+	R_COL(alloc_ns.max, NULL, COL_DBL, "max ns", "%10.0f"),
+	R_COL(free_ns.p50, NULL, COL_DBL, "free p50", "%8.0f"),
+	R_COL(free_ns.p99, NULL, COL_DBL, "p99", "%8.0f"),
+	R_COL(alloc_ns, "alloc_ns", COL_LAT, NULL, NULL),
+	R_COL(free_ns, "free_ns", COL_LAT, NULL, NULL),
+	R_COL(epa_mean, "extents_per_alloc", COL_DBL, "ext/al", "%7.3f"),
+	R_COL(epa_p99, "extents_per_alloc_p99", COL_DBL, "p99", "%5.0f"),
+	R_COL(ext_max, "extents_per_alloc_max", COL_U64, NULL, NULL),
+	COL_PCT(struct result, multi_share, "multi_extent_share", "multi", "%6.1f%%"),
+	R_COL(end.free_pages, "free_pages", COL_U64, NULL, NULL),
+	R_COL(end.free_extents, "free_extents", COL_U64, "free ext", "%8llu"),
+	R_COL(end.largest, "largest_free_run", COL_U64, "largest", "%8llu"),
+	R_COL(end.ufi[1], NULL, COL_DBL, "UFI64", "%6.3f"),
+};
 
-	fprintf(f, "%-16s %7s %9.0f %8.0f %9.0f %9.0f %10.0f %8.0f %8.0f %7.3f %5.0f %6.1f%% %8llu %8llu %6.3f\n",
-		name, fmt_count(r->ops, ops, sizeof(ops)), a->p50, a->p90, a->p99, a->p999,
-		a->max, fr->p50, fr->p99, r->epa_mean, r->epa_p99, 100 * r->multi_share,
-		(unsigned long long)r->end.free_extents, (unsigned long long)r->end.largest,
-		r->end.ufi[1]);
+/* hugekv's result with the medians of its runs */
+static struct result hugekv_row(const struct churn *c)
+{
+	struct result h = c->hkv[0];
+
+	h.alloc_ns = c->alloc_med;
+	h.free_ns = c->free_med;
+	return h;
 }
 
 /**
@@ -32,6 +56,7 @@ void report_text(const struct churn *c, FILE *f)
 {
 	const struct timer_info *ti = timer_init();
 	const struct result *h = &c->hkv[0];
+	struct result h_row;
 	char pages[32];
 
 	fprintf(f, "churn: %s pages of %llu KiB (%.1f GiB), occupancy %.3f, %s victims, "
@@ -52,12 +77,11 @@ void report_text(const struct churn *c, FILE *f)
 		fprintf(f, "hugekv's frees are hkv_evict() calls (evict_window %d) or unit split + "
 			"remove; the baselines replay the victims it chose\n\n",
 			c->w.evict == EVICT_LRU ? 1 : 8);
-	fprintf(f, "%-16s %7s %9s %8s %9s %9s %10s %8s %8s %7s %5s %7s %8s %8s %6s\n",
-		"allocator", "ops", "alloc p50", "p90", "p99", "p999", "max ns",
-		"free p50", "p99", "ext/al", "p99", "multi", "free ext", "largest", "UFI64");
-	text_row(f, "hugekv", h, &c->alloc_med, &c->free_med);
+	cols_head(f, result_cols, NCOLS(result_cols));
+	h_row = hugekv_row(c);
+	cols_text(f, &h_row, result_cols, NCOLS(result_cols));
 	for (unsigned b = 0; b < c->nbl; b++)
-		text_row(f, c->blr[b].name, &c->blr[b], &c->blr[b].alloc_ns, &c->blr[b].free_ns);
+		cols_text(f, &c->blr[b], result_cols, NCOLS(result_cols));
 	if (c->nbl)
 		fprintf(f, "\nhugekv vs baseline (baseline / hugekv; > 1 = hugekv better):\n");
 	for (unsigned b = 0; b < c->nbl; b++) {
@@ -108,21 +132,9 @@ static void json_cdf(struct json *j, const struct result *r)
 	json_obj_end(j);
 }
 
-static void json_result(struct json *j, const struct result *r,
-			const struct lat *a, const struct lat *f)
+static void json_result(struct json *j, const struct result *r)
 {
-	json_u64(j, "ops", r->ops);
-	json_u64(j, "allocs", r->allocs);
-	json_u64(j, "frees", r->frees);
-	json_lat(j, "alloc_ns", a);
-	json_lat(j, "free_ns", f);
-	json_dbl(j, "extents_per_alloc", r->epa_mean);
-	json_u64(j, "extents_per_alloc_p99", (uint64_t)r->epa_p99);
-	json_u64(j, "extents_per_alloc_max", r->ext_max);
-	json_dbl(j, "multi_extent_share", r->multi_share);
-	json_u64(j, "free_pages", r->end.free_pages);
-	json_u64(j, "free_extents", r->end.free_extents);
-	json_u64(j, "largest_free_run", r->end.largest);
+	cols_json(j, r, result_cols, NCOLS(result_cols));
 	json_ufi(j, &r->end);
 	json_dbl(j, "seconds", r->seconds);
 	json_cdf(j, r);
@@ -155,7 +167,7 @@ static void json_baselines(struct json *j, const struct churn *c)
 		const struct result *r = &c->blr[b];
 
 		json_obj(j, r->name);
-		json_result(j, r, &r->alloc_ns, &r->free_ns);
+		json_result(j, r);
 		json_obj(j, "ratio");	/* baseline / hugekv */
 		json_dbl(j, "alloc_p50", ratio(r->alloc_ns.p50, c->alloc_med.p50));
 		json_dbl(j, "alloc_p99", ratio(r->alloc_ns.p99, c->alloc_med.p99));
@@ -177,6 +189,7 @@ void report_json_body(const struct churn *c, struct json *j)
 {
 	const struct timer_info *ti = timer_init();
 	const struct result *h = &c->hkv[0];
+	struct result h_row;
 
 	json_u64(j, "pages", c->w.npages);
 	json_u64(j, "page_bytes", c->page_size);
@@ -196,7 +209,8 @@ void report_json_body(const struct churn *c, struct json *j)
 	json_dbl(j, "overhead_ns", ti->overhead_ticks * ti->ns_per_tick);
 	json_dbl(j, "resolution_ns", ti->resolution_ticks * ti->ns_per_tick);
 	json_obj_end(j);
-	json_result(j, h, &c->alloc_med, &c->free_med);
+	h_row = hugekv_row(c);
+	json_result(j, &h_row);
 	json_arr(j, "runs");
 	for (unsigned i = 0; i < c->repeat; i++) {
 		json_obj(j, NULL);

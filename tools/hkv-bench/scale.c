@@ -30,6 +30,39 @@ struct spoint {
 	double epa, multi, seconds;
 	struct fam_fig fam[2];		/* hugekv, tlsf: whole run, drained free */
 	uint64_t free_extents, largest, metadata;
+	double meta_bpp, fam_ratio;	/* metadata bytes per page; hugekv / family */
+};
+
+#define S_COL(m, key, type, head, fmt)	COL(struct spoint, m, key, type, head, fmt)
+static const struct col point_cols[] = {	/* the first table and the JSON */
+	S_COL(pages, "pages", COL_U64, "pages", "%-8llu"),
+	S_COL(a.p50, NULL, COL_DBL, "alloc p50", "%9.0f"),
+	S_COL(a.p90, NULL, COL_DBL, "p90", "%8.0f"),
+	S_COL(a.p99, NULL, COL_DBL, "p99", "%8.0f"),
+	S_COL(a.p999, NULL, COL_DBL, "p999", "%8.0f"),
+	S_COL(f.p50, NULL, COL_DBL, "free p50", "%8.0f"),
+	S_COL(f.p99, NULL, COL_DBL, "p99", "%8.0f"),
+	S_COL(a, "alloc_ns", COL_LAT, NULL, NULL),
+	S_COL(f, "free_ns", COL_LAT, NULL, NULL),
+	S_COL(epa, "extents_per_alloc", COL_DBL, "ext/al", "%8.3f"),
+	COL_PCT(struct spoint, multi, "multi_extent_share", "multi", "%6.1f%%"),
+	S_COL(free_extents, "free_extents", COL_U64, "free ext", "%9llu"),
+	S_COL(largest, "largest_free_run", COL_U64, NULL, NULL),
+	S_COL(metadata, "metadata_bytes", COL_U64, NULL, NULL),
+	S_COL(meta_bpp, NULL, COL_DBL, "meta B/pg", "%9.2f"),
+	S_COL(fam[0].ns_per_op, "run_ns_per_op", COL_DBL, NULL, NULL),
+	S_COL(fam[0].free, "free_drained_ns", COL_LAT, NULL, NULL),
+	S_COL(fam[1].ns_per_op, "family_run_ns_per_op", COL_DBL, NULL, NULL),
+	S_COL(fam[1].free, "family_free_drained_ns", COL_LAT, NULL, NULL),
+};
+
+static const struct col family_cols[] = {	/* the second table */
+	S_COL(pages, NULL, COL_U64, "pages", "%-8llu"),
+	S_COL(fam[0].ns_per_op, NULL, COL_DBL, "hugekv ns/op", "%14.1f"),
+	S_COL(fam[0].free.p50, NULL, COL_DBL, "free-d p50", "%12.0f"),
+	S_COL(fam[1].ns_per_op, NULL, COL_DBL, "family ns/op", "%14.1f"),
+	S_COL(fam[1].free.p50, NULL, COL_DBL, "free-d p50", "%14.0f"),
+	S_COL(fam_ratio, NULL, COL_DBL, "hkv/family", "%11.2fx"),
 };
 
 struct scale {
@@ -116,6 +149,8 @@ static int scale_point(const struct churn *tmpl, struct scale *s, uint64_t pages
 		p->seconds = c->hkv[0].seconds;
 		p->fam[0] = c->fam[0];
 		p->fam[1] = c->fam[1];
+		p->meta_bpp = (double)p->metadata / p->pages;
+		p->fam_ratio = p->fam[1].ns_per_op > 0 ? p->fam[0].ns_per_op / p->fam[1].ns_per_op : 0;
 		s->n++;
 		fprintf(stderr, "hkv-bench: scale %llu pages: alloc p50 %.0f ns, p99 %.0f ns\n",
 			(unsigned long long)pages, p->a.p50, p->a.p99);
@@ -128,32 +163,16 @@ static int scale_point(const struct churn *tmpl, struct scale *s, uint64_t pages
 static void scale_text(const struct scale *s, FILE *f)
 {
 	const struct spoint *lo = &s->p[0], *hi = &s->p[s->n - 1];
-	char b[32];
 
-	fprintf(f, "%-8s %9s %8s %8s %8s %8s %8s %8s %7s %9s %8s\n", "pages", "alloc p50",
-		"p90", "p99", "p999", "free p50", "p99", "ext/al", "multi", "free ext",
-		"meta B/pg");
-	for (unsigned i = 0; i < s->n; i++) {
-		const struct spoint *p = &s->p[i];
-
-		fprintf(f, "%-8s %9.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.3f %6.1f%% %9llu %8.2f\n",
-			fmt_count(p->pages, b, sizeof(b)), p->a.p50, p->a.p90, p->a.p99,
-			p->a.p999, p->f.p50, p->f.p99, p->epa, 100 * p->multi,
-			(unsigned long long)p->free_extents, (double)p->metadata / p->pages);
-	}
-	fprintf(f, "\nlargest / smallest space: alloc p50 %.2fx, p99 %.2fx; free p50 %.2fx, p99 %.2fx\n",
+	cols_head(f, point_cols, NCOLS(point_cols));
+	for (unsigned i = 0; i < s->n; i++)
+		cols_text(f, &s->p[i], point_cols, NCOLS(point_cols));
+	fprintf(f, "\nlargest / smallest space: alloc p50 %.2fx, p99 %.2fx; free p50 %.2fx, p99 %.2fx\n\n",
 		hi->a.p50 / lo->a.p50, hi->a.p99 / lo->a.p99, hi->f.p50 / lo->f.p50,
 		hi->f.p99 / lo->f.p99);
-	fprintf(f, "\n%-8s %14s %12s %14s %14s %12s\n", "pages", "hugekv ns/op", "free-d p50",
-		"family ns/op", "free-d p50", "hkv/family");
-	for (unsigned i = 0; i < s->n; i++) {
-		const struct spoint *p = &s->p[i];
-
-		fprintf(f, "%-8s %14.1f %12.0f %14.1f %14.0f %11.2fx\n",
-			fmt_count(p->pages, b, sizeof(b)), p->fam[0].ns_per_op,
-			p->fam[0].free.p50, p->fam[1].ns_per_op, p->fam[1].free.p50,
-			p->fam[1].ns_per_op > 0 ? p->fam[0].ns_per_op / p->fam[1].ns_per_op : 0);
-	}
+	cols_head(f, family_cols, NCOLS(family_cols));
+	for (unsigned i = 0; i < s->n; i++)
+		cols_text(f, &s->p[i], family_cols, NCOLS(family_cols));
 	fprintf(f, "largest / smallest space, whole run: hugekv %.2fx, family %.2fx; "
 		"drained free p50: hugekv %.2fx\n",
 		hi->fam[0].ns_per_op / lo->fam[0].ns_per_op,
@@ -171,18 +190,7 @@ static void scale_json(const struct scale *s, const struct churn *tmpl, struct j
 	json_arr(j, "points");
 	for (unsigned i = 0; i < s->n; i++) {
 		json_obj(j, NULL);
-		json_u64(j, "pages", s->p[i].pages);
-		json_lat(j, "alloc_ns", &s->p[i].a);
-		json_lat(j, "free_ns", &s->p[i].f);
-		json_dbl(j, "extents_per_alloc", s->p[i].epa);
-		json_dbl(j, "multi_extent_share", s->p[i].multi);
-		json_u64(j, "free_extents", s->p[i].free_extents);
-		json_u64(j, "largest_free_run", s->p[i].largest);
-		json_u64(j, "metadata_bytes", s->p[i].metadata);
-		json_dbl(j, "run_ns_per_op", s->p[i].fam[0].ns_per_op);
-		json_lat(j, "free_drained_ns", &s->p[i].fam[0].free);
-		json_dbl(j, "family_run_ns_per_op", s->p[i].fam[1].ns_per_op);
-		json_lat(j, "family_free_drained_ns", &s->p[i].fam[1].free);
+		cols_json(j, &s->p[i], point_cols, NCOLS(point_cols));
 		json_obj_end(j);
 	}
 	json_arr_end(j);
