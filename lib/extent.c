@@ -325,6 +325,44 @@ static void tag_set(struct xindex *x, uint32_t p, uint32_t id, bool start)
 	g->starts = start ? g->starts | 1ull << b : g->starts & ~(1ull << b);
 }
 
+static void tag_clear(struct xindex *x, uint32_t p);
+
+/* tag page p, which carries no tag yet (a page just freed): no lookup */
+static inline void tag_add(struct xindex *x, uint32_t p, uint32_t id, bool start)
+{
+	struct xgroup *g = &x->grp[p >> 6];
+	int i;
+
+	if (likely(!g->blk) && likely((i = key_find(g->keys, 0)) >= 0)) {
+		g->keys = key_put(g->keys, i, (p & 63) + 1 + (start ? XI_KEY_START : 0));
+		g->id[i] = id;
+		return;
+	}
+	tag_set(x, p, id, start);
+}
+
+/* the tags of a whole extent taken out: one line when both are in it */
+static inline void tags_clear(struct xindex *x, uint32_t start, uint32_t len)
+{
+	struct xgroup *g = &x->grp[start >> 6];
+	uint32_t last = start + len - 1;
+	int i;
+
+	if (likely(start >> 6 == last >> 6 && !g->blk)) {
+		uint64_t k = g->keys;
+
+		i = key_find(k & KEY_OFF, (start & 63) + 1);
+		k = key_put(k, i, 0);
+		if (len > 1)
+			k = key_put(k, key_find(k & KEY_OFF, (last & 63) + 1), 0);
+		g->keys = k;
+		return;
+	}
+	tag_clear(x, start);
+	if (len > 1)
+		tag_clear(x, last);
+}
+
 static void tag_clear(struct xindex *x, uint32_t p)
 {
 	struct xgroup *g = &x->grp[p >> 6];
@@ -401,6 +439,32 @@ static inline bool in_bin(const struct xindex *x, uint32_t id, uint32_t p, uint3
 	return e->len == bin && e->parent != XI_NIL;
 }
 
+/* does group g hold the start of an extent of bin other than skip? */
+static bool group_has_other(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip)
+{
+	const struct xgroup *gr = &x->grp[g];
+	uint32_t base = (uint32_t)(g << 6);
+
+	if (gr->blk) {
+		for (uint64_t m = gr->starts; m; m &= m - 1) {
+			uint32_t p = base + (uint32_t)__builtin_ctzll(m);
+			uint32_t id = x->ovf[gr->blk - 1][p & 63];
+
+			if (id != skip && in_bin(x, id, p, bin))
+				return true;
+		}
+		return false;
+	}
+	for (uint64_t f = gr->keys & BYTES(XI_KEY_START); f; f &= f - 1) {
+		int i = __builtin_ctzll(f) >> 3;
+		uint32_t id = gr->id[i];
+
+		if (id != skip && in_bin(x, id, base, bin))
+			return true;
+	}
+	return false;
+}
+
 /* the lowest start in group g of an extent of bin, skipping node skip;
  * *more: another one starts there too */
 static uint32_t group_lowest(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip,
@@ -468,6 +532,18 @@ static uint64_t bits_lowest(const struct xindex *x, const uint64_t *bits)
 	return i;
 }
 
+/* a bin's new lowest group once g, its lowest, lost its last extent of the
+ * bin: the leaf word just written usually holds it, else from the top */
+static uint32_t bits_after_lowest(const struct xindex *x, uint32_t bin, uint64_t g)
+{
+	const uint64_t *bits = bin_bits(x, bin);
+	uint64_t w = bits[g >> 6];
+
+	if (w)			/* bits below g are clear: g was the lowest */
+		return (uint32_t)((g & ~63ull) + (uint64_t)__builtin_ctzll(w));
+	return x->bin_count[bin] > 1 ? (uint32_t)bits_lowest(x, bits) : XI_NIL;
+}
+
 static void bin_insert(struct xindex *x, uint32_t id)
 {
 	struct fext *e = &x->node[id];
@@ -477,6 +553,8 @@ static void bin_insert(struct xindex *x, uint32_t id)
 	e->prio = 0;
 	e->parent = 0;		/* in a bin */
 	bits_set(x, bin_bits(x, bin), e->start >> 6);
+	if (e->start >> 6 < x->bin_low[bin])	/* XI_NIL when empty */
+		x->bin_low[bin] = e->start >> 6;
 	x->bin_mask[bin >> 6] |= 1ull << (bin & 63);
 	x->bin_words |= 1ull << (bin >> 6);
 	x->bin_count[bin]++;
@@ -491,10 +569,15 @@ static void bin_remove(struct xindex *x, uint32_t id)
 
 	/* the pick just found it, and whether its group holds another */
 	if (id != x->hint_id)
-		more = group_lowest(x, e->start >> 6, bin, id, NULL) != XI_NIL;
+		more = group_has_other(x, e->start >> 6, bin, id);
 	x->hint_id = XI_NIL;
-	if (!more)
-		bits_clear(x, bin_bits(x, bin), e->start >> 6);
+	if (!more) {
+		uint32_t g = e->start >> 6;
+
+		bits_clear(x, bin_bits(x, bin), g);
+		if (g == x->bin_low[bin])
+			x->bin_low[bin] = bits_after_lowest(x, bin, g);
+	}
 	e->parent = XI_NIL;
 	if (!--x->bin_count[bin] && !(x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63))))
 		x->bin_words &= ~(1ull << (bin >> 6));
@@ -545,8 +628,9 @@ static inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
 {
 	struct xindex *w = (struct xindex *)x;	/* the hint is a cache */
 
-	w->hint_id = group_lowest(x, bits_lowest(x, bin_bits(x, bin)), bin, XI_NIL,
-				  &w->hint_more);
+	/* the leaf word the take clears: its miss overlaps the group's */
+	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
+	w->hint_id = group_lowest(x, x->bin_low[bin], bin, XI_NIL, &w->hint_more);
 	return w->hint_id;
 }
 
@@ -650,7 +734,10 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->allocated = x->grp ? &x->grp[0].alloc : NULL;
 	x->in_unit = x->grp ? &x->grp[0].in_unit : NULL;
 	x->bin_bits = meta_alloc((size_t)(x->nexact + 1) * x->bin_stride * 8);
-	x->bin_count = calloc(x->nexact + 1, sizeof(uint32_t));
+	x->bin_count = calloc(2 * ((size_t)x->nexact + 1), sizeof(uint32_t));
+	x->bin_low = x->bin_count ? x->bin_count + x->nexact + 1 : NULL;
+	for (uint32_t b = 0; x->bin_low && b <= x->nexact; b++)
+		x->bin_low[b] = XI_NIL;
 	x->bin_mask = calloc(x->nbinwords, 8);
 	nseg = barrier ? (base + npages - 1) / barrier - base / barrier + 1 : 1;
 	if (!x->grp || !x->bin_bits ||
@@ -767,8 +854,7 @@ static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *
 		e->len -= (uint32_t)n;
 		idx_insert(x, id);
 	} else {
-		tag_clear(x, start);
-		tag_clear(x, start + e->len - 1);
+		tags_clear(x, start, e->len);
 		node_put(x, id);
 	}
 mark:
@@ -834,6 +920,8 @@ int xi_reserve_plan(struct xindex *x, uint64_t n, long k)
 	id = find_fit(x, n);
 	x->plan_id = id;
 	x->plan_n = n;
+	if (x->node[id].len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, x->node[id].len - (uint32_t)n)[(x->node[id].start + n) >> 12], 1);
 	if (likely(x->ovf_nfree) || !carve_needs_block(x, id, n))
 		return 0;
 	return xi_reserve_grow(x, 1);
@@ -857,6 +945,8 @@ int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len)
 	const struct xgroup *a = &x->grp[s >> 6], *b = &x->grp[l >> 6];
 	uint32_t need;
 
+	if (len <= x->nexact)	/* the leaf word its bin insert writes, most often */
+		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[s >> 12], 1);
 	if (unlikely(x->free_extents >= x->ncap) && xi_reserve_nodes(x, 1))
 		return -ENOMEM;
 	if (a == b)
@@ -975,8 +1065,9 @@ void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated)
  */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 {
-	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len;
+	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, s0 = s;
 	uint32_t id = XI_NIL, nb;
+	bool start_tagged = false, end_tagged = false;
 
 	xi_set_range(x->allocated, s, len, false);
 	if (s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1)) {
@@ -985,6 +1076,7 @@ void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 		if (x->node[id].start != s - 1)
 			tag_clear(x, s - 1);	/* no longer an end */
 		s = x->node[id].start;
+		start_tagged = true;	/* its start tag stays */
 	}
 	if (e < x->npages && !at_barrier(x, e) && xi_page_free(x, e)) {
 		nb = tag_get(x, e);
@@ -992,16 +1084,26 @@ void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 		if (x->node[nb].len != 1)
 			tag_clear(x, e);	/* no longer a start */
 		e = x->node[nb].start + x->node[nb].len;
-		if (id == XI_NIL)
+		if (id == XI_NIL) {
 			id = nb;
-		else
+			end_tagged = x->node[nb].len != 1;	/* its end tag stays */
+		} else {
 			node_put(x, nb);
+		}
 	}
 	if (id == XI_NIL)
 		id = node_get(x);
 	x->node[id].start = s;
 	x->node[id].len = e - s;
-	set_tags(x, id);
+	/* only tags that change are written; pages just freed carry none */
+	if (!start_tagged)
+		tag_add(x, s, id, true);
+	if (e - s > 1 && !end_tagged) {
+		if (e == s0 + len)
+			tag_add(x, e - 1, id, false);	/* no right neighbour */
+		else
+			tag_set(x, e - 1, id, false);
+	}
 	idx_insert(x, id);
 	HKV_STORE(&x->free_pages, x->free_pages + len);
 }
@@ -1065,5 +1167,5 @@ size_t xi_metadata_bytes(const struct xindex *x)
 
 	return words * sizeof(struct xgroup) + (size_t)x->ovf_cap * sizeof(*x->ovf) +
 	       (size_t)x->ncap * sizeof(struct fext) +
-	       (size_t)(x->nexact + 1) * (x->bin_stride * 8 + 4) + x->nbinwords * 8;
+	       (size_t)(x->nexact + 1) * (x->bin_stride * 8 + 8) + x->nbinwords * 8;
 }

@@ -99,6 +99,19 @@ static int check_bins(const struct xindex *x, uint64_t *count)
 				"groups or masks are wrong", bin, n[bin], x->bin_count[bin]);
 			err = -EUCLEAN;
 		}
+		for (uint64_t j = 0, low = XI_NIL; j < leaf && !err; j++) {	/* lowest group */
+			if (want[(size_t)bin * leaf + j] || j == leaf - 1) {
+				if (want[(size_t)bin * leaf + j])
+					low = j * 64 + (uint64_t)__builtin_ctzll(want[(size_t)bin * leaf + j]);
+				if (low != x->bin_low[bin]) {
+					hkv_log(HKV_LOG_ERR, "hkv_check: bin %u: lowest group %u, "
+						"counted %llu", bin, x->bin_low[bin],
+						(unsigned long long)low);
+					err = -EUCLEAN;
+				}
+				break;
+			}
+		}
 		for (uint32_t l = 1; l < x->bin_levels && !err; l++) {	/* summaries */
 			for (uint64_t j = 0; j < x->bin_off[l] - x->bin_off[l - 1]; j++) {
 				bool set = bits[x->bin_off[l] + j / 64] >> (j % 64) & 1;

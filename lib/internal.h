@@ -314,6 +314,7 @@ struct xindex {
 	uint64_t *bin_mask;	/* bitmap of non-empty bins */
 	uint64_t bin_words;	/* bitmap of non-zero bin_mask words (<= 17) */
 	uint32_t *bin_count;	/* extents per bin (UFI without a scan) */
+	uint32_t *bin_low;	/* per bin: its lowest set group bit, XI_NIL if empty */
 	uint32_t nbinwords;
 	uint32_t root;		/* treap of extents longer than nexact */
 	uint32_t tree_max;	/* largest node of the treap */
