@@ -73,19 +73,19 @@ bool xi_test_range_slow(const uint64_t *bits, uint64_t from, uint64_t len, bool 
  */
 void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set)
 {
-	uint64_t end = from + len;
+	uint64_t end = from + len, w = from >> 6, last = (end - 1) >> 6;
+	uint64_t head = ~0ull << (from & 63), tail = ~0ull >> (63 - ((end - 1) & 63));
 
-	while (from < end) {
-		unsigned lo = from & 63;
-		unsigned hi = (end - (from & ~63ull)) >= 64 ? 64 : (unsigned)(end & 63);
-		uint64_t m = word_mask(lo, hi);
-
-		if (set)
-			bits[XI_WORD(from)] |= m;
-		else
-			bits[XI_WORD(from)] &= ~m;
-		from = (from & ~63ull) + hi;
-	}
+	if (!len)
+		return;
+	if (w == last)
+		head &= tail;
+	bits[8 * w] = set ? bits[8 * w] | head : bits[8 * w] & ~head;
+	if (w == last)
+		return;
+	for (w++; w < last; w++)	/* whole words: one store each */
+		bits[8 * w] = set ? ~0ull : 0;
+	bits[8 * last] = set ? bits[8 * last] | tail : bits[8 * last] & ~tail;
 }
 
 /* ---- nodes --------------------------------------------------------------- */
@@ -522,26 +522,24 @@ static void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i)
 	}
 }
 
-/* the lowest set leaf bit (the bitmap is not empty) */
-static uint64_t bits_lowest(const struct xindex *x, const uint64_t *bits)
+/* clear leaf bit i, the lowest set one, and return the new lowest (or
+ * XI_NIL): i's word at each level held no lower bit, so the first level
+ * whose word stays non-zero holds the next one, found down its lowest bits
+ * without starting again from the top */
+static uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits, uint64_t i)
 {
-	uint64_t i = 0;
+	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
+		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)];
 
-	for (unsigned l = x->bin_levels; l-- > 0;)
-		i = (i << 6) + (uint64_t)__builtin_ctzll(bits[x->bin_off[l] + i]);
-	return i;
-}
-
-/* a bin's new lowest group once g, its lowest, lost its last extent of the
- * bin: the leaf word just written usually holds it, else from the top */
-static uint32_t bits_after_lowest(const struct xindex *x, uint32_t bin, uint64_t g)
-{
-	const uint64_t *bits = bin_bits(x, bin);
-	uint64_t w = bits[g >> 6];
-
-	if (w)			/* bits below g are clear: g was the lowest */
-		return (uint32_t)((g & ~63ull) + (uint64_t)__builtin_ctzll(w));
-	return x->bin_count[bin] > 1 ? (uint32_t)bits_lowest(x, bits) : XI_NIL;
+		*w &= ~(1ull << (i & 63));
+		if (*w) {
+			i = (i & ~63ull) + (uint64_t)__builtin_ctzll(*w);
+			while (l-- > 0)
+				i = (i << 6) + (uint64_t)__builtin_ctzll(bits[x->bin_off[l] + i]);
+			return (uint32_t)i;
+		}
+	}
+	return XI_NIL;
 }
 
 static void bin_insert(struct xindex *x, uint32_t id)
@@ -574,9 +572,10 @@ static void bin_remove(struct xindex *x, uint32_t id)
 	if (!more) {
 		uint32_t g = e->start >> 6;
 
-		bits_clear(x, bin_bits(x, bin), g);
 		if (g == x->bin_low[bin])
-			x->bin_low[bin] = bits_after_lowest(x, bin, g);
+			x->bin_low[bin] = bits_clear_lowest(x, bin_bits(x, bin), g);
+		else
+			bits_clear(x, bin_bits(x, bin), g);
 	}
 	e->parent = XI_NIL;
 	if (!--x->bin_count[bin] && !(x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63))))
