@@ -1025,23 +1025,21 @@ uint64_t xi_fit_len(const struct xindex *x, uint64_t n)
  */
 int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len)
 {
-	uint64_t from = start - x->base, end = from + len;
-	int err = 0;
+	uint64_t from = start - x->base, end = from + len, w = from >> 6, last = (end - 1) >> 6;
+	uint64_t m = ~0ull << (from & 63), tail = ~0ull >> (63 - ((end - 1) & 63)), busy = 0;
+	const uint64_t *a = x->allocated;
 
 	/* one pass over both interleaved maps; -EINVAL wins over -EBUSY */
-	while (from < end) {
-		unsigned lo = from & 63;
-		unsigned hi = (end - (from & ~63ull)) >= 64 ? 64 : (unsigned)(end & 63);
-		uint64_t m = word_mask(lo, hi);
-		const uint64_t *w = &x->allocated[XI_WORD(from)];
-
-		if ((w[0] & m) != m)
+	if (!len)
+		return 0;
+	for (; w <= last; w++, m = ~0ull) {
+		if (w == last)
+			m &= tail;
+		if ((a[8 * w] & m) != m)
 			return -EINVAL;
-		if (w[1] & m)
-			err = -EBUSY;
-		from = (from & ~63ull) + hi;
+		busy |= a[8 * w + 1] & m;
 	}
-	return err;
+	return busy ? -EBUSY : 0;
 }
 
 /**
