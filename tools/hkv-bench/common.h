@@ -107,6 +107,12 @@ struct col {
 #define COL(T, m, key, type, head, fmt)	{ key, offsetof(T, m), type, head, fmt, 0 }
 #define COL_PCT(T, m, key, head, fmt)	{ key, offsetof(T, m), COL_DBL, head, fmt, 100 }
 #define NCOLS(t)			(sizeof(t) / sizeof((t)[0]))
+/* the text columns of a latency summary @m: p50 (headed @head), p90, p99, p999 */
+#define COL_LAT_TEXT(T, m, head)					\
+	COL(T, m.p50, NULL, COL_DBL, head, "%9.0f"),			\
+	COL(T, m.p90, NULL, COL_DBL, "p90", "%8.0f"),			\
+	COL(T, m.p99, NULL, COL_DBL, "p99", "%8.0f"),			\
+	COL(T, m.p999, NULL, COL_DBL, "p999", "%8.0f")
 
 /* the headings, one record's cells (each followed by a newline) */
 void cols_head(FILE *f, const struct col *c, size_t n);

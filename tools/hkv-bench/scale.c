@@ -36,10 +36,7 @@ struct spoint {
 #define S_COL(m, key, type, head, fmt)	COL(struct spoint, m, key, type, head, fmt)
 static const struct col point_cols[] = {	/* the first table and the JSON */
 	S_COL(pages, "pages", COL_U64, "pages", "%-8llu"),
-	S_COL(a.p50, NULL, COL_DBL, "alloc p50", "%9.0f"),
-	S_COL(a.p90, NULL, COL_DBL, "p90", "%8.0f"),
-	S_COL(a.p99, NULL, COL_DBL, "p99", "%8.0f"),
-	S_COL(a.p999, NULL, COL_DBL, "p999", "%8.0f"),
+	COL_LAT_TEXT(struct spoint, a, "alloc p50"),
 	S_COL(f.p50, NULL, COL_DBL, "free p50", "%8.0f"),
 	S_COL(f.p99, NULL, COL_DBL, "p99", "%8.0f"),
 	S_COL(a, "alloc_ns", COL_LAT, NULL, NULL),
