@@ -395,6 +395,96 @@ static void test_bit_ranges(void **state)
 	assert_true(xi_test_range(bits, 0, 0, true));
 }
 
+/* long ranges (past two group lines) against a bit-per-byte model: every
+ * (from, len) on five group lines, set, clear, test and the free check */
+static void test_long_ranges(void **state)
+{
+	enum { PAGES = 320 };
+	uint64_t bits[5 * 8] = { 0 }, rng = 0x9e3779b97f4a7c15ull;
+	uint8_t alloc[PAGES], unit[PAGES];
+	struct xindex x;
+
+	(void)state;
+	for (unsigned from = 0; from < PAGES; from += 3) {
+		for (unsigned len = 1; from + len <= PAGES; len++) {
+			xi_set_range(bits, from, len, true);
+			for (unsigned p = 0; p < PAGES; p++)
+				assert_int_equal(bits[XI_WORD(p)] >> (p & 63) & 1,
+						 p >= from && p < from + len);
+			assert_true(xi_test_range(bits, from, len, true));
+			xi_set_range(bits, 0, PAGES, true);
+			xi_set_range(bits, from, len, false);
+			assert_true(xi_test_range(bits, from, len, false));
+			for (unsigned p = 0; p < PAGES; p++)
+				assert_int_equal(bits[XI_WORD(p)] >> (p & 63) & 1,
+						 p < from || p >= from + len);
+			xi_set_range(bits, 0, PAGES, false);
+		}
+	}
+	assert_int_equal(xi_init(&x, 1000, PAGES, 0), 0);
+	for (unsigned round = 0; round < 4; round++) {
+		for (unsigned p = 0; p < PAGES; p++) {	/* mostly allocated, some in units */
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			alloc[p] = (rng >> 33) % 97 != 0 || round == 0;
+			unit[p] = alloc[p] && (rng >> 40) % 89 == 0 && round != 1;
+			x.allocated[XI_WORD(p)] = (x.allocated[XI_WORD(p)] & ~(1ull << (p & 63))) |
+						  (uint64_t)alloc[p] << (p & 63);
+			x.in_unit[XI_WORD(p)] = (x.in_unit[XI_WORD(p)] & ~(1ull << (p & 63))) |
+						(uint64_t)unit[p] << (p & 63);
+		}
+		for (unsigned from = 0; from < PAGES; from += 5) {
+			for (unsigned len = 1; from + len <= PAGES; len++) {
+				int want = 0;
+
+				for (unsigned p = from; p < from + len; p++) {
+					if (!alloc[p]) {
+						want = -EINVAL;
+						break;
+					}
+					if (unit[p])
+						want = -EBUSY;
+				}
+				assert_int_equal(xi_check_allocated(&x, 1000 + from, len), want);
+				assert_int_equal(xi_check_allocated_fast(&x, 1000 + from, len), want);
+			}
+		}
+	}
+	xi_fini(&x);
+}
+
+/* a bin's lowest group moves up through every level of its group bitmap
+ * (three levels here) and back down when a lower extent is freed */
+static void test_bin_lowest_levels(void **state)
+{
+	static const uint32_t runs[] = {	/* 3-page runs, freed in this order */
+		8000 * 64 + 1, 70 * 64 + 20, 4100 * 64 + 7, 70 * 64 + 3, 4100 * 64 + 40,
+	};
+	static const uint32_t want[] = {
+		70 * 64 + 3, 70 * 64 + 20, 4100 * 64 + 7, 4100 * 64 + 40, 8000 * 64 + 1,
+	};
+	struct hkv_extent e[1];
+	struct xindex x;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 8192 * 64, 0), 0);
+	assert_true(x.bin_levels >= 3);
+	assert_int_equal(take(&x, 8192 * 64, e), 1);
+	for (unsigned i = 0; i < 5; i++)
+		put(&x, runs[i], 3);
+	for (unsigned i = 0; i < 5; i++) {
+		assert_int_equal(take(&x, 3, e), 1);
+		assert_int_equal(e[0].start, want[i]);
+		assert_int_equal(xi_check(&x), 0);
+		if (i == 1) {		/* a lower one arrives: it goes first */
+			put(&x, 10 * 64 + 5, 3);
+			assert_int_equal(take(&x, 3, e), 1);
+			assert_int_equal(e[0].start, 10 * 64 + 5);
+		}
+	}
+	assert_int_equal(x.free_extents, 0);
+	xi_fini(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +501,8 @@ int main(void)
 		cmocka_unit_test(test_treap_ties_low),
 		cmocka_unit_test(test_check_catches_corruption),
 		cmocka_unit_test(test_bit_ranges),
+		cmocka_unit_test(test_long_ranges),
+		cmocka_unit_test(test_bin_lowest_levels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
