@@ -8,7 +8,7 @@
  *   numa.c          topology, hugepage pools, THP mode, memlock
  *   cgroup.c        the hugetlb cgroup's fault-time limit
  *   opts.c          the one option check (create and plan)
- *   backing.c      page sizes; the parts of one node segment
+ *   backing.c       page sizes; the parts of one node segment
  *   plan.c          the arena's layout: segments per node (hkv_pool_plan())
  *   arena.c         the memory: map, bind, prefault.c, arena_verify.c
  *   meta.c          large bookkeeping arrays
