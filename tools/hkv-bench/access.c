@@ -53,14 +53,6 @@ static const struct col ac_cols[] = {	/* the first names a failed run too */
 	AC_COL(gbps, "bandwidth_gbps", COL_DBL, "GB/s", "%7.2f"),
 };
 
-/* the page sizes this benchmark compares (THP too, when asked) */
-static int ac_backing(const char *s, int *b)
-{
-	int err = hkv_backing_parse(s, b);
-
-	return err || *b == HKV_BACKING_AUTO || *b == HKV_BACKING_NONE ? -EINVAL : 0;
-}
-
 /* a random cycle through all blocks; each link at a random cache line */
 static void build_chase(char *base, uint64_t nblocks, struct rng *r)
 {
@@ -210,15 +202,11 @@ static int ac_parse(void *st, int c, const char *arg)
 {
 	struct ac_opts *o = st;
 	uint64_t v;
-	int b, err = 0;
+	int err = 0;
 
 	switch (c) {
 	case 's': err = parse_count(arg, true, &o->size); break;
-	case 'b': err = ac_backing(arg, &b);
-		err = err ? err : (o->nbacking < 4 ? 0 : -EINVAL);
-		if (!err)
-			o->backing[o->nbacking++] = b;
-		break;
+	case 'b': err = backing_add(arg, o->backing, &o->nbacking, 4); break;
 	case 'm': err = parse_count(arg, false, &v);
 		o->mem_node = err || v > 1023 ? -1 : (int)v;
 		err = err ? err : (v > 1023 ? -EINVAL : 0);
@@ -246,14 +234,7 @@ static int ac_validate(void *st, int json)
 		fprintf(stderr, "hkv-bench access: --size wants 1M or more, --reads 16 or more\n");
 		return -EINVAL;
 	}
-	if (!o->nbacking) {
-		o->backing[0] = HKV_BACKING_SMALL;
-		o->backing[1] = HKV_BACKING_HUGE_2M;
-		o->nbacking = 2;
-		/* 1 GiB pages where the kernel offers them */
-		if (!access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
-			o->backing[o->nbacking++] = HKV_BACKING_HUGE_1G;
-	}
+	backing_defaults(o->backing, &o->nbacking, false);
 	return 0;
 }
 

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * common.c - seeded RNG, option parsing, bitmaps and CPU pinning for
+ * common.c - seeded RNG, option parsing, backing lists, bitmaps and CPU pinning for
  * hkv-bench (timing.c, json.c and sizes.c hold the rest of common.h).
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "hugekv.h"
 #include "../lib/parse.h"
 #include "common.h"
 
@@ -67,6 +69,31 @@ const char *fmt_count(uint64_t v, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%llu", (unsigned long long)v);
 	return buf;
+}
+
+/* ---- backings (prefault, access) ---------------------------------------- */
+int backing_add(const char *s, int *list, unsigned *n, unsigned max)
+{
+	int b;
+
+	if (hkv_backing_parse(s, &b) || b == HKV_BACKING_AUTO || b == HKV_BACKING_NONE ||
+	    *n == max)
+		return -EINVAL;
+	list[(*n)++] = b;
+	return 0;
+}
+
+void backing_defaults(int *list, unsigned *n, bool thp)
+{
+	if (*n)
+		return;
+	list[(*n)++] = HKV_BACKING_SMALL;
+	if (thp)
+		list[(*n)++] = HKV_BACKING_THP;
+	list[(*n)++] = HKV_BACKING_HUGE_2M;
+	/* 1 GiB pages where the kernel offers them */
+	if (!access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
+		list[(*n)++] = HKV_BACKING_HUGE_1G;
 }
 
 void bench_pin_cpu(void)

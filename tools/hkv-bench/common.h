@@ -165,6 +165,11 @@ int parse_count(const char *s, bool bytes, uint64_t *out);
 int parse_double(const char *s, double lo, double hi, double *out);
 /* "3.5M" style for humans */
 const char *fmt_count(uint64_t v, char *buf, size_t len);
+/* --backing B into @list: a strict backing (not auto or none), at most @max;
+ * -EINVAL otherwise */
+int backing_add(const char *s, int *list, unsigned *n, unsigned max);
+/* without --backing: 4k, thp (with @thp), 2m, and 1g where the kernel has it */
+void backing_defaults(int *list, unsigned *n, bool thp);
 
 /* ---- environment -------------------------------------------------------- */
 /* bench runs pin to one CPU when asked (HKV_BENCH_CPU), for steadier tails */

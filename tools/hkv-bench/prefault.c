@@ -58,13 +58,6 @@ static const struct col pf_cols[] = {	/* the first two name a failed run too */
 	COL_PCT(struct pf_result, ratio, "prefault_vs_memset", "ratio", "%7.0f%%"),
 };
 
-static int parse_backing(const char *s, int *b)
-{
-	int err = hkv_backing_parse(s, b);
-
-	return err || *b == HKV_BACKING_AUTO || *b == HKV_BACKING_NONE ? -EINVAL : 0;
-}
-
 /* one create: its wall time, the library's prefault GB/s, and a memset */
 static int pf_once(const struct pf_opts *o, int backing, unsigned threads, double *create_ms,
 		   double *gbps, double *memset_gbps, uint64_t *hp)
@@ -149,15 +142,11 @@ static int pf_parse(void *st, int c, const char *arg)
 {
 	struct pf_opts *o = st;
 	uint64_t v;
-	int b, err = 0;
+	int err = 0;
 
 	switch (c) {
 	case 's': err = parse_count(arg, true, &o->size); break;
-	case 'b': err = parse_backing(arg, &b);
-		err = err ? err : (o->nbacking < 4 ? 0 : -EINVAL);
-		if (!err)
-			o->backing[o->nbacking++] = b;
-		break;
+	case 'b': err = backing_add(arg, o->backing, &o->nbacking, 4); break;
 	case 't': err = parse_count(arg, false, &v);
 		err = err ? err : (v >= 1 && v <= 1024 ? 0 : -EINVAL);
 		o->threads[0] = (unsigned)v;
@@ -182,15 +171,7 @@ static int pf_validate(void *st, int json)
 		fprintf(stderr, "hkv-bench prefault: --size wants 64K or more\n");
 		return -EINVAL;
 	}
-	if (!o->nbacking) {
-		o->backing[0] = HKV_BACKING_SMALL;
-		o->backing[1] = HKV_BACKING_THP;
-		o->backing[2] = HKV_BACKING_HUGE_2M;
-		o->nbacking = 3;
-		/* 1 GiB pages where the kernel offers them */
-		if (!access("/sys/kernel/mm/hugepages/hugepages-1048576kB", F_OK))
-			o->backing[o->nbacking++] = HKV_BACKING_HUGE_1G;
-	}
+	backing_defaults(o->backing, &o->nbacking, true);
 	if (!o->nthreads) {
 		o->threads[0] = 1;
 		o->threads[1] = (unsigned)ncpu;
