@@ -23,7 +23,11 @@
  * Metadata: 1 byte per page (64-byte group lines) plus 256 bytes per crowded
  * group, 32 bytes per free extent, and per exact bin one bit per group (one
  * bin per XI_PAGES_PER_BIN pages, XI_MAX_EXACT at most: under 0.6 bytes per
- * page in all).
+ * page in all) plus its count and its lowest group (8 bytes). The lowest
+ * group is kept so that a pick goes straight to its group line, with no
+ * bitmap level on the way: it changes only when that group loses its last
+ * extent of the bin (the next one is found from the leaf word just cleared)
+ * or a lower one arrives.
  */
 #include "internal.h"
 
