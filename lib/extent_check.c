@@ -7,13 +7,7 @@
 #include "internal.h"
 #include <stdio.h>
 
-#define CHECK(cond, ...)						\
-	do {								\
-		if (unlikely(!(cond))) {				\
-			hkv_log(HKV_LOG_ERR, "hkv_check: " __VA_ARGS__); \
-			return -EUCLEAN;				\
-		}							\
-	} while (0)
+#define CHECK(cond, ...)	HKV_CHECK(cond, __VA_ARGS__)
 
 static bool is_free(const struct xindex *x, uint32_t p)
 {

@@ -457,6 +457,14 @@ uint32_t tree_lower_bound(const struct xindex *x, uint64_t n);
 uint32_t tree_prev(const struct xindex *x, uint32_t id);
 
 /* ---- extent_check.c: full invariant check ------------------------------ */
+/* in a check function: log the broken invariant and return -EUCLEAN */
+#define HKV_CHECK(cond, ...)						\
+	do {								\
+		if (unlikely(!(cond))) {				\
+			hkv_log(HKV_LOG_ERR, "hkv_check: " __VA_ARGS__); \
+			return -EUCLEAN;				\
+		}							\
+	} while (0)
 int xi_check(const struct xindex *x);
 
 /* ---- lane.c: a lane = an extent index + its lock + counters ----------- */

@@ -53,13 +53,7 @@ static uint64_t take_units(struct hkv_pool *pool, uint64_t max, bool take, bool 
 	return done;
 }
 
-#define UCHECK(cond, ...)						\
-	do {								\
-		if (unlikely(!(cond))) {				\
-			hkv_log(HKV_LOG_ERR, "hkv_check: " __VA_ARGS__); \
-			return -EUCLEAN;				\
-		}							\
-	} while (0)
+#define UCHECK(cond, ...)	HKV_CHECK(cond, __VA_ARGS__)
 
 /* unit counters and LRU lists agree with the hash */
 static int check_counts(struct hkv_pool *pool)
