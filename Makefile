@@ -93,9 +93,11 @@ $(BUILD)/$(SONAME): $(SHLIB)
 $(BUILD)/libhugekv.so: $(BUILD)/$(SONAME) | check-exports
 	$(Q)ln -sf $(SONAME) $@
 
+# objects of sources that are gone would still be read by nm over
+# $(BUILD)/lib/*.o (the layering check): drop them with the archive
 $(STLIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ $(filter-out $(LIB_OBJS),$(wildcard $(BUILD)/lib/*.o)) && ar rcs $@ $^
 
 # the .pc names the install paths, so `make install` writes it anew for
 # the PREFIX it is given; $(BUILD)/hugekv.pc is the default-PREFIX copy

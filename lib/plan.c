@@ -90,7 +90,7 @@ static int plan_bounds(const struct hkv_pool_opts *o, const struct topo *t,
 		       const struct topo_node *only, const uint64_t *b, unsigned nseg,
 		       uint64_t cap, struct hkv_plan *p)
 {
-	uint64_t planned[HKV_BACKING_NONE + 1] = { 0 }, scratch[HKV_BACKING_NONE + 1];
+	uint64_t planned[HKV_BACKING_NONE + 1] = { 0 };
 	uint64_t off = 0, pb = o->page_bytes;
 	unsigned i, k;
 	int ret = 0;
@@ -112,9 +112,7 @@ static int plan_bounds(const struct hkv_pool_opts *o, const struct topo *t,
 			return -E2BIG;
 		if (backing_segment(&rq, part, &np, &why))
 			ret = -ENOMEM;
-		memcpy(scratch, planned, sizeof(scratch));
-		rq.plentiful = true;
-		rq.planned = scratch;
+		rq.plentiful = true;	/* the wanted layout: reads and counts nothing */
 		backing_segment(&rq, ideal, &ni, &iwhy);
 		memset(pn, 0, sizeof(*pn));
 		fill_node(rq.n, pn, part, np, ideal, why);
