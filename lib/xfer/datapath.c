@@ -44,6 +44,21 @@ static void reject(struct hkv_xfer *x, struct hkv_xfer_peer *p, void *data,
 
 /* ---- target: DATA (a put's payload) ------------------------------------ */
 
+/* receive a rendezvous payload into dst (registered as memh); cb(user) ends it */
+static ucs_status_ptr_t recv_rndv(struct hkv_xfer *x, void *data, void *dst, size_t length,
+				  ucp_mem_h memh, ucp_am_recv_data_nbx_callback_t cb, void *user)
+{
+	ucp_request_param_t rp = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_MEMH,
+		.cb.recv_am = cb,
+		.user_data = user,
+		.memh = memh,
+	};
+
+	return ucp_am_recv_data_nbx(x->worker, data, dst, length, &rp);
+}
+
 static void put_recv_done(void *req, ucs_status_t st, size_t length, void *user)
 {
 	struct xf_grant *g = user;
@@ -85,18 +100,8 @@ static ucs_status_t data_recv(void *arg, const void *header, size_t hlen, void *
 		g->bytes_done += length;
 		return UCS_OK;
 	}
-	{
-		ucp_request_param_t rp = {
-			.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-					UCP_OP_ATTR_FIELD_MEMH,
-			.cb.recv_am = put_recv_done,
-			.user_data = g,
-			.memh = reg->memh,
-		};
-
-		g->pending++;
-		r = ucp_am_recv_data_nbx(x->worker, data, dst, length, &rp);
-	}
+	g->pending++;
+	r = recv_rndv(x, data, dst, length, reg->memh, put_recv_done, g);
 	if (r == NULL) {
 		g->pending--;
 		g->bytes_done += length;
@@ -193,7 +198,14 @@ static void get_recv_done(void *req, ucs_status_t st, size_t length, void *user)
 	ucp_request_free(req);
 }
 
-static struct xf_tx *tx_by_id(struct hkv_xfer *x, uint64_t id)
+/**
+ * xf_tx_find() - the transfer with an id
+ * @x: the endpoint
+ * @id: the id
+ *
+ * Return: the transfer, or NULL (ended meanwhile, or never ours).
+ */
+struct xf_tx *xf_tx_find(struct hkv_xfer *x, uint64_t id)
 {
 	struct xf_tx *tx;
 
@@ -218,7 +230,7 @@ static ucs_status_t get_rep_recv(void *arg, const void *header, size_t hlen, voi
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
 		p = xf_peer_by_ep(x, param->reply_ep);
 	if (p && hlen == sizeof(hb) && data_hdr_ok(&hb, hlen, XF_AM_GET_REP))
-		tx = tx_by_id(x, h->id);
+		tx = xf_tx_find(x, h->id);
 	if (!tx || tx->peer != p || tx->op != HKV_XFER_OP_GET || tx->state != XF_TX_DATA ||
 	    h->op >= tx->next_op || tx->ops[h->op].landed ||
 	    length != tx->ops[h->op].bytes) {
@@ -232,17 +244,7 @@ static ucs_status_t get_rep_recv(void *arg, const void *header, size_t hlen, voi
 		op_landed(x, tx, 0);
 		return UCS_OK;
 	}
-	{
-		ucp_request_param_t rp = {
-			.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-					UCP_OP_ATTR_FIELD_MEMH,
-			.cb.recv_am = get_recv_done,
-			.user_data = tx,
-			.memh = op->memh,
-		};
-
-		r = ucp_am_recv_data_nbx(x->worker, data, op->laddr, length, &rp);
-	}
+	r = recv_rndv(x, data, op->laddr, length, op->memh, get_recv_done, tx);
 	if (r == NULL)
 		op_landed(x, tx, 0);
 	else if (UCS_PTR_IS_ERR(r))
@@ -331,7 +333,7 @@ void xf_on_done(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		xf_peer_fail(p, -EPROTO);
 		return;
 	}
-	tx = tx_by_id(p->x, d->id);
+	tx = xf_tx_find(p->x, d->id);
 	if (!tx || tx->peer != p || !tx->wait_done)
 		return;
 	tx->wait_done = false;

@@ -285,6 +285,7 @@ int xf_datapath_init(struct hkv_xfer *x);
 void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx);
 void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_on_done(struct hkv_xfer_peer *p, const void *buf, size_t len);
+struct xf_tx *xf_tx_find(struct hkv_xfer *x, uint64_t id);
 
 /* ---- transfer.c --------------------------------------------------------- */
 

@@ -4,6 +4,8 @@
  * split at reg_chunk_bytes (whole KV pages), each with its packed rkey; the
  * HELLO message that carries the table to a peer, and its parser.
  */
+#include <stddef.h>
+
 #include "internal.h"
 
 struct xf_wire_hello {
@@ -151,18 +153,25 @@ void xf_reg_destroy(struct hkv_xfer *x)
 	x->nregs = 0;
 }
 
-/* registrations are in page order: binary search for the one holding page */
-const struct xf_reg *xf_reg_find(const struct hkv_xfer *x, uint64_t page)
+/* both tables start each entry with its page range, in page order */
+_Static_assert(offsetof(struct xf_reg, first_page) == 0 &&
+	       offsetof(struct xf_reg, npages) == sizeof(uint64_t) &&
+	       offsetof(struct xf_rreg, first_page) == 0 &&
+	       offsetof(struct xf_rreg, npages) == sizeof(uint64_t),
+	       "registration entries start with first_page, npages");
+
+/* binary search of n entries of size bytes for the one holding page */
+static const void *range_find(const void *table, unsigned n, size_t size, uint64_t page)
 {
-	unsigned lo = 0, hi = x->nregs;
+	unsigned lo = 0, hi = n;
 
 	while (lo < hi) {
 		unsigned mid = lo + (hi - lo) / 2;
-		const struct xf_reg *r = &x->regs[mid];
+		const uint64_t *r = (const uint64_t *)((const char *)table + mid * size);
 
-		if (page < r->first_page)
+		if (page < r[0])
 			hi = mid;
-		else if (page >= r->first_page + r->npages)
+		else if (page >= r[0] + r[1])
 			lo = mid + 1;
 		else
 			return r;
@@ -170,22 +179,14 @@ const struct xf_reg *xf_reg_find(const struct hkv_xfer *x, uint64_t page)
 	return NULL;
 }
 
+const struct xf_reg *xf_reg_find(const struct hkv_xfer *x, uint64_t page)
+{
+	return range_find(x->regs, x->nregs, sizeof(*x->regs), page);
+}
+
 const struct xf_rreg *xf_rreg_find(const struct hkv_xfer_peer *p, uint64_t page)
 {
-	unsigned lo = 0, hi = p->nrregs;
-
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-		const struct xf_rreg *r = &p->rregs[mid];
-
-		if (page < r->first_page)
-			hi = mid;
-		else if (page >= r->first_page + r->npages)
-			lo = mid + 1;
-		else
-			return r;
-	}
-	return NULL;
+	return range_find(p->rregs, p->nrregs, sizeof(*p->rregs), page);
 }
 
 /**

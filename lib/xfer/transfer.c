@@ -207,10 +207,8 @@ void xf_on_grant_rep(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		xf_peer_fail(p, -EPROTO);
 		return;
 	}
-	for (tx = p->x->txs; tx; tx = tx->next)
-		if (tx->id == rep->id && tx->peer == p && tx->state == XF_TX_GRANT)
-			break;
-	if (!tx)
+	tx = xf_tx_find(p->x, rep->id);
+	if (!tx || tx->peer != p || tx->state != XF_TX_GRANT)
 		return;			/* ended meanwhile (timeout) */
 	if (rep->result) {
 		/* refused: nothing was issued; it ends in xf_tx_advance() */
