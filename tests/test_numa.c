@@ -119,6 +119,16 @@ static void t_node_cpus_fail(void **state)
 	assert_true(tm_log_has(&lg, "cannot read the CPUs of node 0"));
 }
 
+/* a made-up machine with NUMA support: n nodes, node 0 with ncpus CPUs,
+ * no hugepage pool and no THP until the test sets them */
+static void made_up(struct topo *t, unsigned n, unsigned ncpus)
+{
+	memset(t, 0, sizeof(*t));
+	t->numa = true;
+	t->nnodes = n;
+	t->node[0].ncpus = ncpus;
+}
+
 /* the backing order and the fit rules, on made-up numbers */
 static void t_plan_rules(void **state)
 {
@@ -128,10 +138,7 @@ static void t_plan_rules(void **state)
 	struct topo t;
 
 	(void)state;
-	memset(&t, 0, sizeof(t));
-	t.numa = true;
-	t.nnodes = 1;
-	t.node[0].ncpus = 4;
+	made_up(&t, 1, 4);
 	t.node[0].huge_2m = (struct numa_topo_pool){ true, 100, 40, 0 };
 	t.glob_2m = (struct numa_topo_pool){ true, 100, 40, 0 };
 	strcpy(t.thp_mode, "never");
@@ -186,10 +193,7 @@ static void t_plan_mixed(void **state)
 	struct topo t;
 
 	(void)state;
-	memset(&t, 0, sizeof(t));
-	t.numa = true;
-	t.nnodes = 1;
-	t.node[0].ncpus = 2;
+	made_up(&t, 1, 2);
 	t.node[0].huge_1g = t.glob_1g = (struct numa_topo_pool){ true, 2, 2, 0 };
 	t.node[0].huge_2m = t.glob_2m = (struct numa_topo_pool){ true, 200, 200, 0 };
 	strcpy(t.thp_mode, "madvise");
@@ -274,9 +278,7 @@ static void t_plan_global_sum(void **state)
 	struct topo t;
 
 	(void)state;
-	memset(&t, 0, sizeof(t));
-	t.numa = true;
-	t.nnodes = 2;
+	made_up(&t, 2, 0);
 	t.node[0] = (struct topo_node){ .node = 0, .huge_2m = { true, 20, 20, 0 } };
 	t.node[1] = (struct topo_node){ .node = 1, .huge_2m = { true, 20, 20, 0 } };
 	t.glob_2m = (struct numa_topo_pool){ true, 40, 20, 0 };	/* 16 + 16 > 20 */
