@@ -205,6 +205,9 @@ struct hkv_region_stats {
  * @metadata_bytes: the allocator's own bookkeeping
  * @nregions: regions of the arena (hkv_regions())
  * @region: backing obtained per region, the first HKV_STATS_REGIONS
+ * @served_calls: allocations and frees that found their lane locked and were
+ *	run by the thread holding it, for the caller (which waits for the
+ *	result): a measure of contention on lanes
  */
 struct hkv_stats {
 	size_t sz;
@@ -242,6 +245,7 @@ struct hkv_stats {
 	uint64_t metadata_bytes;	/* allocator bookkeeping */
 	unsigned nregions;
 	struct hkv_region_stats region[HKV_STATS_REGIONS];
+	uint64_t served_calls;
 };
 
 /**

@@ -471,37 +471,104 @@ int xi_check(const struct xindex *x);
 struct lane_counters {
 	uint64_t allocs, alloc_failures, frees, extents_returned;
 	uint64_t multi_extent_allocs, pages_allocated, pages_freed;
+	uint64_t served_calls;		/* lane_call()s run for a waiting caller */
 };
+
+struct lane;
+struct lane_call;
+typedef int (*lane_fn)(struct hkv_pool *pool, struct lane *l, struct lane_call *c);
 
 struct lane {
 	pthread_mutex_t lock;
-	struct xindex xi;
 	uint64_t first, npages;	/* absolute pages of the lane */
 	uint64_t gen;		/* mutation generation (free_slots cache) */
+	/* a line of their own: a waiting caller writes posted, and reads owner on
+	 * every call, without taking the holder's lines */
+	struct lane_call *posted __attribute__((aligned(64)));	/* lane_call()s waiting */
+	void *owner;		/* thread that ran the lane's last lane_call()s */
+	struct xindex xi __attribute__((aligned(64)));
 	struct lane_counters c;
 	/* frag probe rate limit */
 	uint64_t frag_ops, frag_largest, frag_extents;
 } __attribute__((aligned(64)));
 
+/*
+ * A single-lane call (flat combining). The lane's owner, the thread that ran
+ * its last calls, runs its calls under the lane's lock. Any other thread
+ * posts its call and waits: the owner runs posted calls before it unlocks.
+ * A caller that waits past a grace period (the owner went quiet) or finds
+ * the lock free after it takes the lock, runs what is posted and becomes
+ * the owner. The lane's lines then stay in one cache instead of moving to
+ * each caller in turn, which is what two threads on one lane otherwise pay
+ * for (notes/issue-14.md); a posted call is validated and answered exactly
+ * as if its caller had run it.
+ */
+struct lane_call {
+	struct lane_call *next;		/* in lane.posted */
+	lane_fn fn;
+	struct hkv_pool *pool;
+	uint64_t start, n;		/* free: the extent; alloc: n pages */
+	struct hkv_extent *ext;		/* alloc: receives the extents */
+	unsigned flags, max_ext;
+	int ret;
+	int done;			/* set (release) once ret is written */
+};
+
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);
 void lane_fini(struct lane *l);
-/* an adaptive mutex: a short spin, then a futex sleep (a spinning lock and
- * a spin-then-futex lock measured no better for two threads on one lane;
- * notes/issue-14.md) */
+void lane_serve(struct lane *l, const struct lane_call *mine);
+int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c);
+
+/* a glibc adaptive mutex: a short spin, then a futex sleep (a spinning lock
+ * and a spin-then-futex lock measured no better; notes/issue-14.md) */
 static inline void lane_lock(struct lane *l)
 {
 	pthread_mutex_lock(&l->lock);
 }
 
+/* every unlock first runs the calls posted while the lock was held */
 static inline void lane_unlock(struct lane *l)
 {
+	if (unlikely(HKV_LOAD(&l->posted)))
+		lane_serve(l, NULL);
 	pthread_mutex_unlock(&l->lock);
 }
+
+/* this thread is the lane's owner (see struct lane_call) */
+static inline bool lane_owned(const struct lane *l)
+{
+	return HKV_LOAD(&l->owner) == __builtin_thread_pointer();
+}
+
+/**
+ * lane_call() - run @fn on a lane under its lock, here or by the lane's owner
+ * @pool: the pool
+ * @l: the lane
+ * @fn: the call; reads its arguments from @c
+ * @c: arguments, on the caller's stack
+ *
+ * Return: what @fn returned.
+ */
+static inline int lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn,
+			    struct lane_call *c)
+{
+	c->pool = pool;
+	if (likely(lane_owned(l) && !pthread_mutex_trylock(&l->lock))) {
+		int ret = fn(pool, l, c);
+
+		lane_unlock(l);
+		return ret;
+	}
+	return lane_call_slow(pool, l, fn, c);
+}
+
 /* lane owning an absolute page */
 unsigned lane_of(const struct hkv_pool *pool, uint64_t page);
 /* allocate from a locked lane; counts the result */
 int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigned flags,
 		      struct hkv_extent *ext, unsigned max_ext);
+/* the same as a lane_call() function */
+int lane_alloc_fn(struct hkv_pool *pool, struct lane *l, struct lane_call *c);
 /* the piece of [p, end) inside p's lane and chunk (extents never cross
  * either); returns the lane, sets *len */
 unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint64_t *len);

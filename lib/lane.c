@@ -89,6 +89,109 @@ unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint6
 	return li;
 }
 
+/* spin-wait hint: lets the sibling hyperthread run, saves power */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * A caller that is not the owner waits LANE_GRACE rounds for the owner to
+ * run its call before it tries the lock itself; then it tries the lock every
+ * LANE_TRY_EVERY rounds (the holder may have unlocked just before the call
+ * was posted), and after LANE_SPIN_MAX it sleeps on the lock: a holder
+ * that is descheduled must not keep it spinning. A round is one pause
+ * (about 10 ns here).
+ */
+#ifndef LANE_GRACE
+#define LANE_GRACE	64
+#endif
+#define LANE_TRY_EVERY	8
+#define LANE_SPIN_MAX	4096
+
+/**
+ * lane_serve() - run the calls posted on a locked lane
+ * @l: the lane, locked by the caller
+ * @mine: the caller's own posted call, or NULL (not counted as served)
+ *
+ * Takes the whole posted list at once; a call posted after that is run by
+ * the next holder, or by its own caller once it gets the lock.
+ */
+void lane_serve(struct lane *l, const struct lane_call *mine)
+{
+	struct lane_call *c = __atomic_exchange_n(&l->posted, NULL, __ATOMIC_ACQUIRE);
+
+	while (c) {
+		struct lane_call *next = c->next;	/* c is the caller's once done */
+
+		c->ret = c->fn(c->pool, l, c);
+		l->c.served_calls += c != mine;
+		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+		c = next;
+	}
+}
+
+/* post @c on @l; the holder, or the next one, runs it */
+static void lane_post(struct lane *l, lane_fn fn, struct lane_call *c)
+{
+	struct lane_call *head = HKV_LOAD(&l->posted);
+
+	c->fn = fn;
+	c->done = 0;
+	do
+		c->next = head;
+	while (!__atomic_compare_exchange_n(&l->posted, &head, c, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+/**
+ * lane_call_slow() - lane_call() when this thread is not the owner or the
+ *	lock is held
+ * @pool: the pool
+ * @l: the lane
+ * @fn: the call
+ * @c: its arguments, with @c->pool set
+ *
+ * Return: what @fn returned, run by the holder or by this thread.
+ */
+int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
+{
+	void *me = __builtin_thread_pointer(), *owner = HKV_LOAD(&l->owner);
+	unsigned spin, grace = owner && owner != me ? LANE_GRACE : 0;
+	int ret;
+
+	if (!grace && !pthread_mutex_trylock(&l->lock)) {
+		HKV_STORE(&l->owner, me);
+		ret = fn(pool, l, c);
+		lane_unlock(l);
+		return ret;
+	}
+	lane_post(l, fn, c);
+	for (spin = 1; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); spin++) {
+		if (spin >= LANE_SPIN_MAX) {
+			pthread_mutex_lock(&l->lock);
+			goto own;
+		}
+		if (spin >= grace && spin % LANE_TRY_EVERY == 0 &&
+		    !pthread_mutex_trylock(&l->lock))
+			goto own;
+		cpu_relax();
+	}
+	return c->ret;
+
+own:
+	/* c is done, or still posted and run now */
+	HKV_STORE(&l->owner, me);
+	if (HKV_LOAD(&l->posted))
+		lane_serve(l, c);
+	pthread_mutex_unlock(&l->lock);
+	return c->ret;
+}
+
 void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi)
 {
 	for (unsigned i = lo; i <= hi; i++)
@@ -133,4 +236,10 @@ int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigne
 	l->gen++;
 	trace_frag(pool, l, (unsigned)(l - pool->lanes));
 	return (int)k;
+}
+
+/* lane_alloc_locked() as a lane_call(): c->n pages, c->flags, c->ext, c->max_ext */
+int lane_alloc_fn(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
+{
+	return lane_alloc_locked(pool, l, c->n, c->flags, c->ext, c->max_ext);
 }

@@ -77,26 +77,32 @@ static void free_prefetch(const struct xindex *x, const struct hkv_extent *e)
 	__builtin_prefetch(&x->grp[(last + 1 < x->npages ? last + 1 : last) >> 6], 1);
 }
 
-/* the common call: one extent inside one lane and one chunk */
-static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned ln)
+/* the common call, run under the lane's lock: one extent (c->start, c->n)
+ * inside one lane and one chunk */
+static int free_one_locked(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
 {
-	struct lane *l = &pool->lanes[ln];
-	int ret;
+	int ret = xi_reserve_free(&l->xi, c->start, c->n);
 
-	free_prefetch(&l->xi, e);
-	lane_lock(l);
-	ret = xi_reserve_free(&l->xi, e->start, e->len);
 	if (!ret)
-		ret = xi_check_allocated_fast(&l->xi, e->start, e->len);
+		ret = xi_check_allocated_fast(&l->xi, c->start, c->n);
 	if (!ret) {
-		xi_free(&l->xi, e->start, e->len);
-		l->c.pages_freed += e->len;
+		xi_free(&l->xi, c->start, c->n);
+		l->c.pages_freed += c->n;
 		l->c.frees++;
 		l->gen++;
-		trace_frag(pool, l, ln);
+		trace_frag(pool, l, (unsigned)(l - pool->lanes));
 	}
-	lane_unlock(l);
 	return ret;
+}
+
+static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned ln)
+{
+	struct lane_call c = { .start = e->start, .n = e->len };
+	struct lane *l = &pool->lanes[ln];
+
+	if (lane_owned(l))	/* else the owner runs it: leave its lines alone */
+		free_prefetch(&l->xi, e);
+	return lane_call(pool, l, free_one_locked, &c);
 }
 
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
@@ -365,6 +371,12 @@ out:
 
 static __thread unsigned lane_hint;
 
+/* an allocation from the lane when it still has an extent of c->n pages */
+static int alloc_if_room(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
+{
+	return l->xi.largest >= c->n ? lane_alloc_fn(pool, l, c) : -ENOMEM;
+}
+
 /**
  * multi_alloc_any() - allocate from whichever lane can answer best
  * @pool: the pool
@@ -388,6 +400,7 @@ int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 	unsigned i, start = lane_hint < pool->nlanes ? lane_hint : 0, best = start;
 	unsigned ln = start;
 	uint64_t most = 0;
+	struct lane_call c;
 	int ret;
 
 	for (i = 0; i < pool->nlanes; i++, ln = ln + 1 < pool->nlanes ? ln + 1 : 0) {
@@ -400,10 +413,8 @@ int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 		}
 		if (HKV_LOAD(&l->xi.largest) < n)
 			continue;
-		lane_lock(l);
-		ret = l->xi.largest >= n ? lane_alloc_locked(pool, l, n, flags, ext, max_ext)
-					 : -ENOMEM;
-		lane_unlock(l);
+		c = (struct lane_call){ .n = n, .flags = flags, .ext = ext, .max_ext = max_ext };
+		ret = lane_call(pool, l, alloc_if_room, &c);
 		if (ret != -ENOMEM) {
 			lane_hint = *lane_out = ln;
 			return ret;
@@ -415,9 +426,8 @@ int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 		return multi_alloc_spread(pool, n, ext, max_ext);
 	}
 	*lane_out = best;
-	lane_lock(&pool->lanes[best]);
-	ret = lane_alloc_locked(pool, &pool->lanes[best], n, flags, ext, max_ext);
-	lane_unlock(&pool->lanes[best]);
+	c = (struct lane_call){ .n = n, .flags = flags, .ext = ext, .max_ext = max_ext };
+	ret = lane_call(pool, &pool->lanes[best], lane_alloc_fn, &c);
 	if (ret >= 0)
 		lane_hint = best;
 	return ret;

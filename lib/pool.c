@@ -151,9 +151,10 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 	if (lane == HKV_LANE_ANY) {
 		ret = multi_alloc_any(pool, npages, flags, ext, max_ext, &used);
 	} else {
-		lane_lock(&pool->lanes[lane]);
-		ret = lane_alloc_locked(pool, &pool->lanes[lane], npages, flags, ext, max_ext);
-		lane_unlock(&pool->lanes[lane]);
+		struct lane_call c = { .n = npages, .flags = flags, .ext = ext,
+				       .max_ext = max_ext };
+
+		ret = lane_call(pool, &pool->lanes[lane], lane_alloc_fn, &c);
 	}
 out:
 	if (HKV_PROBE_ON(alloc))	/* arguments cost loads: only when traced */

@@ -25,6 +25,7 @@ static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
 	st->multi_extent_allocs += l->c.multi_extent_allocs;
 	st->pages_allocated += l->c.pages_allocated;
 	st->pages_freed += l->c.pages_freed;
+	st->served_calls += l->c.served_calls;
 	st->metadata_bytes += xi_metadata_bytes(x) + sizeof(*l);
 	for (j = 0; j < HKV_UFI_SIZES; j++)
 		usable[j] += xi_usable(x, ufi_sizes[j]);

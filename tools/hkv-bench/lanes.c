@@ -70,6 +70,7 @@ struct lanes_opts {
 	const char *sizes_spec;
 	struct sizes sizes;
 	double mops[NCFG][LANES_MAX_REPEAT], med[NCFG];
+	double served[NCFG][LANES_MAX_REPEAT], served_med[NCFG];	/* share of calls */
 };
 
 static void lt_pin(const struct lthread *t)
@@ -230,8 +231,19 @@ static void *lt_consumer(void *arg)
 	return NULL;
 }
 
+/* the share of allocations and frees run by the lane's holder for another
+ * thread (hkv_stats' served_calls) */
+static double served_share(const struct hkv_pool *pool)
+{
+	struct hkv_stats st = { .sz = sizeof(st) };
+
+	if (hkv_stats(pool, &st) || !(st.allocs + st.frees))
+		return 0;
+	return (double)st.served_calls / (double)(st.allocs + st.frees);
+}
+
 static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep,
-		      double *mops)
+		      double *mops, double *served)
 {
 	struct hkv_pool_opts po = { .sz = sizeof(po), .npages = o->pages,
 				    .nlanes = cfg->nlanes, .backing = HKV_BACKING_NONE,
@@ -285,6 +297,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 		ops += t[i].ops;
 	}
 	pthread_barrier_destroy(&bar);
+	*served = served_share(pool);
 	hkv_pool_destroy(pool);
 	free(ring);
 	*mops = ns ? ops * 1e3 / ns : 0;
@@ -361,13 +374,15 @@ static int lanes_measure(void *st)
 
 	for (unsigned r = 0; r < o->repeat && !err; r++)
 		for (int c = 0; c < NCFG && !err; c++)
-			err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r]);
+			err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r], &o->served[c][r]);
 	if (err) {
 		fprintf(stderr, "hkv-bench lanes: %s\n", hkv_strerror(err));
 		return err;
 	}
-	for (int c = 0; c < NCFG; c++)
+	for (int c = 0; c < NCFG; c++) {
 		o->med[c] = median_d(o->mops[c], o->repeat);
+		o->served_med[c] = median_d(o->served[c], o->repeat);
+	}
 	return 0;
 }
 
@@ -380,8 +395,9 @@ static void lanes_report(void *st, struct json *j)
 		       (unsigned long long)o->pages, o->occupancy,
 		       (unsigned long long)o->ops, o->repeat);
 		for (int c = 0; c < NCFG; c++)
-			printf("  %-22s %8.2f Mops/s  (%.2fx 1 thread)\n", lcfgs[c].name,
-			       o->med[c], o->med[c] / o->med[0]);
+			printf("  %-22s %8.2f Mops/s  (%.2fx 1 thread, %4.1f%% of calls "
+			       "run by the lock holder)\n", lcfgs[c].name, o->med[c],
+			       o->med[c] / o->med[0], 100 * o->served_med[c]);
 		return;
 	}
 	json_u64(j, "pages", o->pages);
@@ -395,6 +411,8 @@ static void lanes_report(void *st, struct json *j)
 	json_dbl(j, "one_lane_speedup", o->med[2] / o->med[0]);
 	json_dbl(j, "handoff_mops", o->med[3]);
 	json_dbl(j, "handoff_speedup", o->med[3] / o->med[0]);
+	json_dbl(j, "one_lane_served_share", o->served_med[2]);
+	json_dbl(j, "handoff_served_share", o->served_med[3]);
 }
 
 static void lanes_fini(void *st)
