@@ -478,14 +478,31 @@ struct lane;
 struct lane_call;
 typedef int (*lane_fn)(struct hkv_pool *pool, struct lane *l, struct lane_call *c);
 
+/*
+ * The first waiting call is copied into the lane's own line (the slot): the
+ * holder finds it, its arguments and the place for its result in the one
+ * line it checks at every unlock. Further waiting calls are listed.
+ */
+enum { LANE_SLOT_FREE, LANE_SLOT_FILLING, LANE_SLOT_POSTED, LANE_SLOT_DONE };
+
+struct lane_slot {
+	int state;		/* LANE_SLOT_*: FILLING and DONE belong to the caller */
+	int ret;
+	lane_fn fn;
+	struct hkv_pool *pool;
+	uint64_t a, n;		/* a: start; with ext: flags << 32 | max_ext */
+	struct hkv_extent *ext;
+};
+
 struct lane {
 	pthread_mutex_t lock;
 	uint64_t first, npages;	/* absolute pages of the lane */
 	uint64_t gen;		/* mutation generation (free_slots cache) */
-	/* a line of their own: a waiting caller writes posted, and reads owner on
-	 * every call, without taking the holder's lines */
+	/* a line of their own: a waiting caller writes slot and posted, and
+	 * reads owner on every call, without taking the holder's lines */
 	struct lane_call *posted __attribute__((aligned(64)));	/* lane_call()s waiting */
 	void *owner;		/* thread that ran the lane's last lane_call()s */
+	struct lane_slot slot;
 	struct xindex xi __attribute__((aligned(64)));
 	struct lane_counters c;
 	/* frag probe rate limit */
@@ -529,7 +546,7 @@ static inline void lane_lock(struct lane *l)
 /* every unlock first runs the calls posted while the lock was held */
 static inline void lane_unlock(struct lane *l)
 {
-	if (unlikely(HKV_LOAD(&l->posted)))
+	if (unlikely(HKV_LOAD(&l->slot.state) == LANE_SLOT_POSTED || HKV_LOAD(&l->posted)))
 		lane_serve(l, NULL);
 	pthread_mutex_unlock(&l->lock);
 }

@@ -108,23 +108,47 @@ static inline void cpu_relax(void)
  * (about 10 ns here).
  */
 #ifndef LANE_GRACE
-#define LANE_GRACE	64
+#define LANE_GRACE	256
 #endif
 #define LANE_TRY_EVERY	8
 #define LANE_SPIN_MAX	4096
 
+/* the call in the slot, run by the holder */
+static void slot_run(struct hkv_pool *pool, struct lane *l)
+{
+	struct lane_slot *sl = &l->slot;
+	struct lane_call c = { .n = sl->n, .ext = sl->ext };
+
+	if (sl->ext) {
+		c.flags = (unsigned)(sl->a >> 32);
+		c.max_ext = (unsigned)sl->a;
+	} else {
+		c.start = sl->a;
+	}
+	sl->ret = sl->fn(pool, l, &c);
+	__atomic_store_n(&sl->state, LANE_SLOT_DONE, __ATOMIC_RELEASE);
+}
+
 /**
- * lane_serve() - run the calls posted on a locked lane
+ * lane_serve() - run the calls waiting on a locked lane
  * @l: the lane, locked by the caller
- * @mine: the caller's own posted call, or NULL (not counted as served)
+ * @mine: the caller's own listed call, or NULL (not counted as served)
  *
- * Takes the whole posted list at once; a call posted after that is run by
- * the next holder, or by its own caller once it gets the lock.
+ * Runs the slot's call and takes the whole list at once; a call posted
+ * after that is run by the next holder, or by its own caller once it gets
+ * the lock.
  */
 void lane_serve(struct lane *l, const struct lane_call *mine)
 {
-	struct lane_call *c = __atomic_exchange_n(&l->posted, NULL, __ATOMIC_ACQUIRE);
+	struct lane_call *c;
 
+	if (__atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE) == LANE_SLOT_POSTED) {
+		slot_run(l->slot.pool, l);
+		l->c.served_calls++;
+	}
+	if (!HKV_LOAD(&l->posted))
+		return;
+	c = __atomic_exchange_n(&l->posted, NULL, __ATOMIC_ACQUIRE);
 	while (c) {
 		struct lane_call *next = c->next;	/* c is the caller's once done */
 
@@ -135,10 +159,57 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 	}
 }
 
-/* post @c on @l; the holder, or the next one, runs it */
-static void lane_post(struct lane *l, lane_fn fn, struct lane_call *c)
+/* a caller that waits: the lock if it is free past the grace, or once the
+ * spinning is over (0: this thread holds the lock now) */
+static inline int wait_round(struct lane *l, unsigned spin, unsigned grace)
+{
+	if (spin >= LANE_SPIN_MAX) {
+		pthread_mutex_lock(&l->lock);
+		return 0;
+	}
+	if (spin >= grace && spin % LANE_TRY_EVERY == 0 && !pthread_mutex_trylock(&l->lock))
+		return 0;
+	cpu_relax();
+	return 1;
+}
+
+/* wait in the slot (claimed by this thread) */
+static int slot_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned grace)
+{
+	struct lane_slot *sl = &l->slot;
+	unsigned spin;
+	int ret;
+
+	sl->fn = fn;
+	sl->pool = c->pool;
+	sl->a = c->ext ? (uint64_t)c->flags << 32 | c->max_ext : c->start;
+	sl->n = c->n;
+	sl->ext = c->ext;
+	__atomic_store_n(&sl->state, LANE_SLOT_POSTED, __ATOMIC_RELEASE);
+	for (spin = 1; __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != LANE_SLOT_DONE; spin++)
+		if (!wait_round(l, spin, grace))
+			goto own;
+	ret = sl->ret;
+	__atomic_store_n(&sl->state, LANE_SLOT_FREE, __ATOMIC_RELEASE);
+	return ret;
+
+own:
+	/* under the lock the slot is still posted (run it here) or done */
+	HKV_STORE(&l->owner, __builtin_thread_pointer());
+	if (HKV_LOAD(&sl->state) == LANE_SLOT_POSTED)
+		ret = fn(c->pool, l, c);
+	else
+		ret = sl->ret;
+	__atomic_store_n(&sl->state, LANE_SLOT_FREE, __ATOMIC_RELEASE);
+	lane_unlock(l);
+	return ret;
+}
+
+/* wait in the list (the slot is taken) */
+static int list_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned grace)
 {
 	struct lane_call *head = HKV_LOAD(&l->posted);
+	unsigned spin;
 
 	c->fn = fn;
 	c->done = 0;
@@ -146,6 +217,17 @@ static void lane_post(struct lane *l, lane_fn fn, struct lane_call *c)
 		c->next = head;
 	while (!__atomic_compare_exchange_n(&l->posted, &head, c, true, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED));
+	for (spin = 1; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); spin++)
+		if (!wait_round(l, spin, grace))
+			goto own;
+	return c->ret;
+
+own:
+	/* c is done, or still listed and run now */
+	HKV_STORE(&l->owner, __builtin_thread_pointer());
+	lane_serve(l, c);
+	pthread_mutex_unlock(&l->lock);
+	return c->ret;
 }
 
 /**
@@ -161,8 +243,8 @@ static void lane_post(struct lane *l, lane_fn fn, struct lane_call *c)
 int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
 {
 	void *me = __builtin_thread_pointer(), *owner = HKV_LOAD(&l->owner);
-	unsigned spin, grace = owner && owner != me ? LANE_GRACE : 0;
-	int ret;
+	unsigned grace = owner && owner != me ? LANE_GRACE : 0;
+	int free_slot = LANE_SLOT_FREE, ret;
 
 	if (!grace && !pthread_mutex_trylock(&l->lock)) {
 		HKV_STORE(&l->owner, me);
@@ -170,26 +252,10 @@ int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lan
 		lane_unlock(l);
 		return ret;
 	}
-	lane_post(l, fn, c);
-	for (spin = 1; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); spin++) {
-		if (spin >= LANE_SPIN_MAX) {
-			pthread_mutex_lock(&l->lock);
-			goto own;
-		}
-		if (spin >= grace && spin % LANE_TRY_EVERY == 0 &&
-		    !pthread_mutex_trylock(&l->lock))
-			goto own;
-		cpu_relax();
-	}
-	return c->ret;
-
-own:
-	/* c is done, or still posted and run now */
-	HKV_STORE(&l->owner, me);
-	if (HKV_LOAD(&l->posted))
-		lane_serve(l, c);
-	pthread_mutex_unlock(&l->lock);
-	return c->ret;
+	if (__atomic_compare_exchange_n(&l->slot.state, &free_slot, LANE_SLOT_FILLING, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return slot_wait(l, fn, c, grace);
+	return list_wait(l, fn, c, grace);
 }
 
 void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi)

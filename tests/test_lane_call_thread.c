@@ -43,7 +43,7 @@ static void *do_call(void *arg)
 
 static unsigned posted_count(struct lane *l)
 {
-	unsigned n = 0;
+	unsigned n = __atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE) == LANE_SLOT_POSTED;
 
 	/* the list is only read here while its callers wait (they cannot
 	 * return before the holder runs them), so walking it is safe */
@@ -92,6 +92,7 @@ static void run_posted(struct hkv_pool *pool, struct call *c, unsigned n)
 		pthread_join(c[i].tid, NULL);
 	assert_int_equal(served(pool) - before, n);
 	assert_null(l->posted);
+	assert_int_equal(__atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE), LANE_SLOT_FREE);
 }
 
 static void test_posted_alloc_free(void **state)

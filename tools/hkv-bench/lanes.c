@@ -43,6 +43,7 @@ struct lthread {
 	uint64_t ops;		/* measured: the workload's, 0 for a consumer */
 	struct workload w;	/* this thread's share of the space */
 	pthread_barrier_t *bar;
+	struct hkv_stats *st0;	/* the pool's counters when measuring starts */
 	uint64_t ns;		/* measured loop */
 	int err;
 	uint64_t seed;
@@ -154,6 +155,14 @@ static int lt_op(struct lthread *t, struct gen *g, struct rec *rec,
 	return 0;
 }
 
+/* all threads start measuring together; one of them notes the counters */
+static void lt_start(struct lthread *t)
+{
+	if (pthread_barrier_wait(t->bar) == PTHREAD_BARRIER_SERIAL_THREAD &&
+	    hkv_stats(t->pool, t->st0))
+		t->st0->sz = 0;
+}
+
 /* a churning thread (or a handoff producer) */
 static void *lt_main(void *arg)
 {
@@ -172,7 +181,7 @@ static void *lt_main(void *arg)
 		int r;
 
 		if (ph == PH_MEASURE && !started) {
-			pthread_barrier_wait(t->bar);	/* measure together */
+			lt_start(t);
 			started = true;
 			t0 = now_ns();
 		}
@@ -204,7 +213,7 @@ static void *lt_consumer(void *arg)
 	uint64_t h = 0, t0;
 
 	lt_pin(t);
-	pthread_barrier_wait(t->bar);
+	lt_start(t);
 	t0 = now_ns();
 	for (;;) {
 		uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
@@ -231,15 +240,18 @@ static void *lt_consumer(void *arg)
 	return NULL;
 }
 
-/* the share of allocations and frees run by the lane's holder for another
- * thread (hkv_stats' served_calls) */
-static double served_share(const struct hkv_pool *pool)
+/* the share of the measured allocations and frees (and the few frees of
+ * the threads' last live allocations) that the lane's holder ran for
+ * another thread (hkv_stats' served_calls) */
+static double served_share(const struct hkv_pool *pool, const struct hkv_stats *st0)
 {
 	struct hkv_stats st = { .sz = sizeof(st) };
+	uint64_t calls;
 
-	if (hkv_stats(pool, &st) || !(st.allocs + st.frees))
+	if (!st0->sz || hkv_stats(pool, &st))
 		return 0;
-	return (double)st.served_calls / (double)(st.allocs + st.frees);
+	calls = st.allocs + st.frees - st0->allocs - st0->frees;
+	return calls ? (double)(st.served_calls - st0->served_calls) / (double)calls : 0;
 }
 
 static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep,
@@ -255,6 +267,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t ns = 0, ops = 0;
 	struct ring *ring = NULL;
+	struct hkv_stats st0 = { .sz = sizeof(st0) };
 	int err;
 
 	if (cfg->handoff && !(ring = calloc(1, sizeof(*ring))))
@@ -269,7 +282,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 		t[i] = (struct lthread){
 			.pool = pool, .lane = cfg->shared ? 0 : i,
 			.cpu = (unsigned)(ncpu > 1 ? i % ncpu : 0),
-			.ops = o->ops, .bar = &bar,
+			.ops = o->ops, .bar = &bar, .st0 = &st0,
 			.w = { .npages = o->pages / cfg->threads, .occupancy = o->occupancy,
 			       .burnin = 1, .ops = o->ops, .sizes = o->sizes,
 			       .seed = 1000 * rep + i + 1 },
@@ -297,7 +310,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 		ops += t[i].ops;
 	}
 	pthread_barrier_destroy(&bar);
-	*served = served_share(pool);
+	*served = served_share(pool, &st0);
 	hkv_pool_destroy(pool);
 	free(ring);
 	*mops = ns ? ops * 1e3 / ns : 0;
