@@ -105,10 +105,47 @@ static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned 
 	return lane_call(pool, l, free_one_locked, &c);
 }
 
+/* the validated free of n extents in lanes lo..hi, all locked: all or
+ * nothing */
+static int free_locked(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
+		       unsigned lo, unsigned hi, uint64_t pieces)
+{
+	unsigned i, ln;
+	int ret = 0;
+
+	for (i = lo; i <= hi && !ret; i++)
+		ret = xi_reserve(&pool->lanes[i].xi, (uint32_t)pieces);
+	if (!ret)
+		ret = free_check(pool, ext, n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		for_each_piece(pool, &ext[i], s, len, ln) {
+			xi_free(&pool->lanes[ln].xi, s, len);
+			pool->lanes[ln].c.pages_freed += len;
+		}
+	}
+	pool->lanes[lo].c.frees++;
+	for (i = lo; i <= hi; i++) {
+		pool->lanes[i].gen++;
+		trace_frag(pool, &pool->lanes[i], i);
+	}
+	return 0;
+}
+
+/* free_locked() inside one lane, as a lane_call(): c->ext[0 .. c->n - 1],
+ * c->max_ext pieces */
+static int free_lane_locked(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
+{
+	unsigned ln = (unsigned)(l - pool->lanes);
+
+	return free_locked(pool, c->ext, (unsigned)c->n, ln, ln, c->max_ext);
+}
+
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
 {
 	uint64_t pieces = 0, pages = 0;
-	unsigned i, ln, lo = 0, hi = 0;
+	unsigned i, lo = 0, hi = 0;
 	int ret;
 
 	if (!pool || (!ext && n)) {
@@ -135,28 +172,22 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	ret = n ? free_validate(pool, ext, n, &lo, &hi, &pieces) : 0;
 	if (ret || !n)
 		goto out;
-	free_prefetch(&pool->lanes[lane_of(pool, ext->start)].xi, &ext[0]);
-	lanes_lock(pool, lo, hi);
-	for (i = lo; i <= hi && !ret; i++)
-		ret = xi_reserve(&pool->lanes[i].xi, (uint32_t)pieces);
-	if (!ret)
-		ret = free_check(pool, ext, n);
-	if (ret)
-		goto unlock;
-	for (i = 0; i < n; i++) {
-		for_each_piece(pool, &ext[i], s, len, ln) {
-			xi_free(&pool->lanes[ln].xi, s, len);
-			pool->lanes[ln].c.pages_freed += len;
-		}
+	if (lo == hi) {		/* one lane: its owner may run it */
+		struct lane_call c = { .ext = (struct hkv_extent *)ext, .n = n,
+				       .max_ext = (unsigned)pieces };
+		struct lane *l = &pool->lanes[lo];
+
+		if (lane_owned(l))
+			free_prefetch(&l->xi, &ext[0]);
+		ret = lane_call(pool, l, free_lane_locked, &c);
+	} else {
+		free_prefetch(&pool->lanes[lane_of(pool, ext->start)].xi, &ext[0]);
+		lanes_lock(pool, lo, hi);
+		ret = free_locked(pool, ext, n, lo, hi, pieces);
+		lanes_unlock(pool, lo, hi);
+	}
+	for (i = 0; !ret && i < n; i++)
 		pages += ext[i].len;
-	}
-	pool->lanes[lo].c.frees++;
-	for (i = lo; i <= hi; i++) {
-		pool->lanes[i].gen++;
-		trace_frag(pool, &pool->lanes[i], i);
-	}
-unlock:
-	lanes_unlock(pool, lo, hi);
 out:
 	if (HKV_PROBE_ON(free))
 		hkv_probe_free(pool ? pool->id : 0, (int)lo, pages, n, ret);

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "internal.h"
@@ -22,6 +23,7 @@
 struct call {
 	struct hkv_pool *pool;
 	bool is_free;
+	unsigned nfree;		/* extents to free (0: 1) */
 	struct hkv_extent ext[4];
 	uint64_t npages;
 	int ret;
@@ -34,7 +36,7 @@ static void *do_call(void *arg)
 	struct call *c = arg;
 
 	if (c->is_free)
-		c->ret = hkv_free(c->pool, c->ext, 1);
+		c->ret = hkv_free(c->pool, c->ext, c->nfree ? c->nfree : 1);
 	else
 		c->ret = hkv_alloc(c->pool, c->npages, 0, 0, c->ext, 4);
 	__atomic_store_n(&c->returned, 1, __ATOMIC_RELEASE);
@@ -134,6 +136,31 @@ static void test_posted_errors(void **state)
 	twice.ext[0] = e;
 	run_posted(pool, &twice, 1);		/* freed already */
 	assert_int_equal(twice.ret, -EINVAL);
+	assert_int_equal(hkv_available(pool), 1024);
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+}
+
+/* a free of several extents in one lane is run by the holder too, all or
+ * nothing */
+static void test_posted_free_many(void **state)
+{
+	struct hkv_pool *pool = pool_new(1024);
+	struct hkv_extent e[3];
+	struct call bad = { .is_free = true, .nfree = 2 }, good = { .is_free = true, .nfree = 3 };
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(hkv_alloc(pool, 4, 0, 0, &e[i], 1), 1);
+	bad.ext[0] = e[0];
+	bad.ext[1] = (struct hkv_extent){ 500, 2 };	/* free pages */
+	run_posted(pool, &bad, 1);
+	assert_int_equal(bad.ret, -EINVAL);
+	assert_int_equal(hkv_available(pool), 1024 - 12);
+	assert_int_equal(hkv_extents_allocated(pool, e, 3), 0);	/* nothing freed */
+	memcpy(good.ext, e, sizeof(e));
+	run_posted(pool, &good, 1);
+	assert_int_equal(good.ret, 0);
 	assert_int_equal(hkv_available(pool), 1024);
 	assert_int_equal(hkv_check(pool), 0);
 	hkv_pool_destroy(pool);
@@ -298,6 +325,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_posted_alloc_free),
 		cmocka_unit_test(test_posted_errors),
+		cmocka_unit_test(test_posted_free_many),
 		cmocka_unit_test(test_many_posters),
 		cmocka_unit_test(test_owner_moves),
 		cmocka_unit_test(test_handoff),
