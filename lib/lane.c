@@ -18,7 +18,6 @@
  */
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
 {
-	pthread_mutexattr_t attr;
 	int err;
 
 	memset(l, 0, sizeof(*l));
@@ -27,10 +26,6 @@ int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
 		return err;
 	l->first = first;
 	l->npages = npages;
-	pthread_mutexattr_init(&attr);
-	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&l->lock, &attr);
-	pthread_mutexattr_destroy(&attr);
 	return 0;
 }
 
@@ -40,8 +35,44 @@ int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
  */
 void lane_fini(struct lane *l)
 {
-	pthread_mutex_destroy(&l->lock);
 	xi_fini(&l->xi);
+}
+
+/* spin-wait hint: lets the sibling hyperthread run, saves power */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+#define LANE_LOCK_SPIN	128	/* rounds before lane_lock() sleeps */
+
+/**
+ * lane_lock_wait() - lane_lock() when the lock is held: spin, then sleep
+ * @l: the lane
+ *
+ * A sleeper marks the lock LANE_SLEEPERS, so the release that finds that
+ * mark wakes one; a woken thread marks it again when it takes the lock (it
+ * cannot know whether others still sleep).
+ */
+void lane_lock_wait(struct lane *l)
+{
+	for (unsigned spin = 0; spin < LANE_LOCK_SPIN; spin++) {
+		if (HKV_LOAD(&l->lock) == LANE_UNLOCKED && lane_trylock(l))
+			return;
+		cpu_relax();
+	}
+	while (__atomic_exchange_n(&l->lock, LANE_SLEEPERS, __ATOMIC_ACQUIRE) != LANE_UNLOCKED)
+		os->futex_wait(&l->lock, LANE_SLEEPERS);
+}
+
+/* lane_release() found a sleeper */
+void lane_wake(struct lane *l)
+{
+	os->futex_wake(&l->lock, 1);
 }
 
 /**
@@ -87,16 +118,6 @@ unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint6
 		stop = HKV_MIN(stop, (p / pool->chunk_pages + 1) * pool->chunk_pages);
 	*len = stop - p;
 	return li;
-}
-
-/* spin-wait hint: lets the sibling hyperthread run, saves power */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
 }
 
 /*
@@ -164,10 +185,10 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 static inline int wait_round(struct lane *l, unsigned spin, unsigned grace)
 {
 	if (spin >= LANE_SPIN_MAX) {
-		pthread_mutex_lock(&l->lock);
+		lane_lock(l);
 		return 0;
 	}
-	if (spin >= grace && spin % LANE_TRY_EVERY == 0 && !pthread_mutex_trylock(&l->lock))
+	if (spin >= grace && spin % LANE_TRY_EVERY == 0 && lane_trylock(l))
 		return 0;
 	cpu_relax();
 	return 1;
@@ -226,7 +247,7 @@ own:
 	/* c is done, or still listed and run now */
 	HKV_STORE(&l->owner, __builtin_thread_pointer());
 	lane_serve(l, c);
-	pthread_mutex_unlock(&l->lock);
+	lane_release(l);
 	return c->ret;
 }
 
@@ -246,7 +267,7 @@ int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lan
 	unsigned grace = owner && owner != me ? LANE_GRACE : 0;
 	int free_slot = LANE_SLOT_FREE, ret;
 
-	if (!grace && !pthread_mutex_trylock(&l->lock)) {
+	if (!grace && lane_trylock(l)) {
 		HKV_STORE(&l->owner, me);
 		ret = fn(pool, l, c);
 		lane_unlock(l);

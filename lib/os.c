@@ -10,8 +10,10 @@
 #include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,6 +141,20 @@ static uint64_t os_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static int os_futex_wait(int *addr, int val)
+{
+	if (syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static int os_futex_wake(int *addr, int n)
+{
+	long woken = syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+
+	return woken < 0 ? -errno : (int)woken;
+}
+
 const struct os_ops os_default_ops = {
 	.mmap = os_mmap,
 	.munmap = os_munmap,
@@ -157,6 +173,8 @@ const struct os_ops os_default_ops = {
 	.node_size = os_node_size,
 	.node_cpus = os_node_cpus,
 	.now_ns = os_now_ns,
+	.futex_wait = os_futex_wait,
+	.futex_wake = os_futex_wake,
 };
 
 const struct os_ops *os = &os_default_ops;

@@ -4,7 +4,8 @@
  * the thread holding the lock (lane_call(), flat combining): posted
  * allocations and frees get the answer they would have got alone, errors
  * included, with nothing changed on an error; several posters at once;
- * a caller whose owner went quiet takes the lane over; a one-lane handoff
+ * a caller whose owner went quiet takes the lane over; a thread that cannot
+ * get the lock sleeps and is woken; a one-lane handoff
  * (one thread allocates, the other frees what it is handed) keeps every
  * page with one holder. The test thread holds a lane's lock itself to make
  * calls wait, so the posted path runs every time, not by chance. Run under
@@ -14,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "internal.h"
@@ -224,6 +226,40 @@ static void test_owner_moves(void **state)
 	hkv_pool_destroy(pool);
 }
 
+static void *take_stats(void *arg)
+{
+	struct call *c = arg;
+	struct hkv_stats st = { .sz = sizeof(st) };
+
+	c->ret = hkv_stats(c->pool, &st);	/* takes every lane's lock */
+	__atomic_store_n(&c->returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* a thread that cannot get a lane's lock sleeps on it, marks it, and the
+ * unlock wakes it */
+static void test_lock_sleeper(void **state)
+{
+	struct hkv_pool *pool = pool_new(1024);
+	struct lane *l = &pool->lanes[0];
+	struct call c = { .pool = pool };
+	unsigned waited = 0;
+
+	(void)state;
+	lane_lock(l);
+	assert_int_equal(pthread_create(&c.tid, NULL, take_stats, &c), 0);
+	while (__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE) != LANE_SLEEPERS && waited++ < 5000)
+		usleep(1000);
+	assert_int_equal(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE), LANE_SLEEPERS);
+	usleep(20000);			/* asleep, not spinning: it has not returned */
+	assert_int_equal(__atomic_load_n(&c.returned, __ATOMIC_ACQUIRE), 0);
+	lane_unlock(l);
+	pthread_join(c.tid, NULL);
+	assert_int_equal(c.ret, 0);
+	assert_int_equal(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE), LANE_UNLOCKED);
+	hkv_pool_destroy(pool);
+}
+
 /* the engine pattern on one lane: one thread allocates, the other frees
  * what it is handed; every page has one holder at a time */
 #define RING	64
@@ -328,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_posted_free_many),
 		cmocka_unit_test(test_many_posters),
 		cmocka_unit_test(test_owner_moves),
+		cmocka_unit_test(test_lock_sleeper),
 		cmocka_unit_test(test_handoff),
 	};
 

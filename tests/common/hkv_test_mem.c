@@ -326,6 +326,16 @@ static uint64_t p_now_ns(void)
 	return os_default_ops.now_ns();
 }
 
+static int p_futex_wait(int *addr, int val)
+{
+	return os_default_ops.futex_wait(addr, val);
+}
+
+static int p_futex_wake(int *addr, int n)
+{
+	return os_default_ops.futex_wake(addr, n);
+}
+
 const struct os_ops tm_ops = {
 	.mmap = f_mmap,
 	.munmap = f_munmap,
@@ -344,6 +354,8 @@ const struct os_ops tm_ops = {
 	.node_size = p_node_size,
 	.node_cpus = f_node_cpus,
 	.now_ns = p_now_ns,
+	.futex_wait = p_futex_wait,
+	.futex_wake = p_futex_wake,
 };
 
 void tm_inject(const struct tm_fault *f)
