@@ -14,6 +14,7 @@
  *   meta.c          large bookkeeping arrays
  *   extent.c        free-extent index of one lane (extent_tree.c, extent_check.c)
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
+ *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
  *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
  *   compat.c        the legacy free-slot view
@@ -470,7 +471,7 @@ uint32_t tree_prev(const struct xindex *x, uint32_t id);
 	} while (0)
 int xi_check(const struct xindex *x);
 
-/* ---- lane.c: a lane = an extent index + its lock + counters ----------- */
+/* ---- lane.c, lane_call.c: a lane = an extent index + lock + counters --- */
 struct lane_counters {
 	uint64_t allocs, alloc_failures, frees, extents_returned;
 	uint64_t multi_extent_allocs, pages_allocated, pages_freed;

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * lane_call.c - the lane lock (a futex word) and lane_call()'s slow paths:
+ * a call that finds its lane locked, or whose thread is not the lane's
+ * owner, waits for the holder to run it (flat combining; struct lane_call
+ * in internal.h says why).
+ */
+#include "internal.h"
+
+/* spin-wait hint: lets the sibling hyperthread run, saves power */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+#define LANE_LOCK_SPIN	128	/* rounds before lane_lock() sleeps */
+
+/**
+ * lane_lock_wait() - lane_lock() when the lock is held: spin, then sleep
+ * @l: the lane
+ *
+ * A sleeper marks the lock LANE_SLEEPERS, so the release that finds that
+ * mark wakes one; a woken thread marks it again when it takes the lock (it
+ * cannot know whether others still sleep).
+ */
+void lane_lock_wait(struct lane *l)
+{
+	for (unsigned spin = 0; spin < LANE_LOCK_SPIN; spin++) {
+		if (HKV_LOAD(&l->lock) == LANE_UNLOCKED && lane_trylock(l))
+			return;
+		cpu_relax();
+	}
+	while (__atomic_exchange_n(&l->lock, LANE_SLEEPERS, __ATOMIC_ACQUIRE) != LANE_UNLOCKED)
+		os->futex_wait(&l->lock, LANE_SLEEPERS);
+}
+
+/* lane_release() found a sleeper */
+void lane_wake(struct lane *l)
+{
+	os->futex_wake(&l->lock, 1);
+}
+
+/*
+ * A caller that is not the owner waits LANE_GRACE rounds for the owner to
+ * run its call before it tries the lock itself; then it tries the lock every
+ * LANE_TRY_EVERY rounds (the holder may have unlocked just before the call
+ * was posted), and after LANE_SPIN_MAX it sleeps on the lock: a holder
+ * that is descheduled must not keep it spinning. A round is one pause
+ * (about 10 ns here).
+ */
+#define LANE_GRACE	256
+#define LANE_TRY_EVERY	8
+#define LANE_SPIN_MAX	4096
+
+/* the call in the slot, run by the holder */
+static void slot_run(struct hkv_pool *pool, struct lane *l)
+{
+	struct lane_slot *sl = &l->slot;
+	struct lane_call c = { .n = sl->n, .ext = sl->ext };
+
+	if (sl->ext) {
+		c.flags = (unsigned)(sl->a >> 32);
+		c.max_ext = (unsigned)sl->a;
+	} else {
+		c.start = sl->a;
+	}
+	sl->ret = sl->fn(pool, l, &c);
+	__atomic_store_n(&sl->state, LANE_SLOT_DONE, __ATOMIC_RELEASE);
+}
+
+/**
+ * lane_serve() - run the calls waiting on a locked lane
+ * @l: the lane, locked by the caller
+ * @mine: the caller's own listed call, or NULL (not counted as served)
+ *
+ * Runs the slot's call and takes the whole list at once; a call posted
+ * after that is run by the next holder, or by its own caller once it gets
+ * the lock.
+ */
+void lane_serve(struct lane *l, const struct lane_call *mine)
+{
+	struct lane_call *c;
+
+	if (__atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE) == LANE_SLOT_POSTED) {
+		slot_run(l->slot.pool, l);
+		l->c.served_calls++;
+	}
+	if (!HKV_LOAD(&l->posted))
+		return;
+	c = __atomic_exchange_n(&l->posted, NULL, __ATOMIC_ACQUIRE);
+	while (c) {
+		struct lane_call *next = c->next;	/* c is the caller's once done */
+
+		c->ret = c->fn(c->pool, l, c);
+		l->c.served_calls += c != mine;
+		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+		c = next;
+	}
+}
+
+/* a caller that waits: the lock if it is free past the grace, or once the
+ * spinning is over (0: this thread holds the lock now) */
+static inline int wait_round(struct lane *l, unsigned spin, unsigned grace)
+{
+	if (spin >= LANE_SPIN_MAX) {
+		lane_lock(l);
+		return 0;
+	}
+	if (spin >= grace && spin % LANE_TRY_EVERY == 0 && lane_trylock(l))
+		return 0;
+	cpu_relax();
+	return 1;
+}
+
+/* wait in the slot (claimed by this thread) */
+static int slot_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned grace)
+{
+	struct lane_slot *sl = &l->slot;
+	unsigned spin;
+	int ret;
+
+	sl->fn = fn;
+	sl->pool = c->pool;
+	sl->a = c->ext ? (uint64_t)c->flags << 32 | c->max_ext : c->start;
+	sl->n = c->n;
+	sl->ext = c->ext;
+	__atomic_store_n(&sl->state, LANE_SLOT_POSTED, __ATOMIC_RELEASE);
+	for (spin = 1; __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != LANE_SLOT_DONE; spin++)
+		if (!wait_round(l, spin, grace))
+			goto own;
+	ret = sl->ret;
+	__atomic_store_n(&sl->state, LANE_SLOT_FREE, __ATOMIC_RELEASE);
+	return ret;
+
+own:
+	/* under the lock the slot is still posted (run it here) or done */
+	HKV_STORE(&l->owner, __builtin_thread_pointer());
+	if (HKV_LOAD(&sl->state) == LANE_SLOT_POSTED)
+		ret = fn(c->pool, l, c);
+	else
+		ret = sl->ret;
+	__atomic_store_n(&sl->state, LANE_SLOT_FREE, __ATOMIC_RELEASE);
+	lane_unlock(l);
+	return ret;
+}
+
+/* wait in the list (the slot is taken) */
+static int list_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned grace)
+{
+	struct lane_call *head = HKV_LOAD(&l->posted);
+	unsigned spin;
+
+	c->fn = fn;
+	c->done = 0;
+	do
+		c->next = head;
+	while (!__atomic_compare_exchange_n(&l->posted, &head, c, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+	for (spin = 1; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); spin++)
+		if (!wait_round(l, spin, grace))
+			goto own;
+	return c->ret;
+
+own:
+	/* c is done, or still listed and run now */
+	HKV_STORE(&l->owner, __builtin_thread_pointer());
+	lane_serve(l, c);
+	lane_release(l);
+	return c->ret;
+}
+
+/**
+ * lane_call_slow() - lane_call() when this thread is not the owner or the
+ *	lock is held
+ * @pool: the pool
+ * @l: the lane
+ * @fn: the call
+ * @c: its arguments, with @c->pool set
+ *
+ * Return: what @fn returned, run by the holder or by this thread.
+ */
+int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
+{
+	void *me = __builtin_thread_pointer(), *owner = HKV_LOAD(&l->owner);
+	unsigned grace = owner && owner != me ? LANE_GRACE : 0;
+	int free_slot = LANE_SLOT_FREE, ret;
+
+	if (!grace && lane_trylock(l)) {
+		HKV_STORE(&l->owner, me);
+		ret = fn(pool, l, c);
+		lane_unlock(l);
+		return ret;
+	}
+	if (__atomic_compare_exchange_n(&l->slot.state, &free_slot, LANE_SLOT_FILLING, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return slot_wait(l, fn, c, grace);
+	return list_wait(l, fn, c, grace);
+}
