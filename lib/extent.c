@@ -27,11 +27,18 @@
  * group is kept so that a pick goes straight to its group line, with no
  * bitmap level on the way: it changes only when that group loses its last
  * extent of the bin (the next one is found from the leaf word just cleared)
- * or a lower one arrives.
+ * or a lower one arrives. A pick reads its extent's first page from the tag
+ * and its length from the allocated word of the same line (free runs are
+ * maximal), so a take writes the node but never waits for it.
  */
 #include "internal.h"
 
 #define BIT_MASK(p)	(1ull << ((p) & 63))
+/* the steps of the one-extent take and the plain free are inlined into
+ * them (__always_inline: glibc's sys/cdefs.h) */
+#ifndef __always_inline
+#define __always_inline	inline __attribute__((always_inline))
+#endif
 
 /* ---- page bitmaps ------------------------------------------------------ */
 
@@ -167,7 +174,7 @@ int xi_reserve_grow(struct xindex *x, uint32_t blocks)
 	return 0;
 }
 
-static uint32_t node_get(struct xindex *x)
+static __always_inline uint32_t node_get(struct xindex *x)
 {
 	uint32_t id = x->free_node;
 
@@ -178,7 +185,7 @@ static uint32_t node_get(struct xindex *x)
 	return x->nused++;	/* xi_reserve() made room */
 }
 
-static void node_put(struct xindex *x, uint32_t id)
+static __always_inline void node_put(struct xindex *x, uint32_t id)
 {
 	x->node[id].next = x->free_node;
 	x->free_node = id;
@@ -332,7 +339,7 @@ static void tag_set(struct xindex *x, uint32_t p, uint32_t id, bool start)
 static void tag_clear(struct xindex *x, uint32_t p);
 
 /* tag page p, which carries no tag yet (a page just freed): no lookup */
-static inline void tag_add(struct xindex *x, uint32_t p, uint32_t id, bool start)
+static __always_inline void tag_add(struct xindex *x, uint32_t p, uint32_t id, bool start)
 {
 	struct xgroup *g = &x->grp[p >> 6];
 	int i;
@@ -346,7 +353,7 @@ static inline void tag_add(struct xindex *x, uint32_t p, uint32_t id, bool start
 }
 
 /* the tags of a whole extent taken out: one line when both are in it */
-static inline void tags_clear(struct xindex *x, uint32_t start, uint32_t len)
+static __always_inline void tags_clear(struct xindex *x, uint32_t start, uint32_t len)
 {
 	struct xgroup *g = &x->grp[start >> 6];
 	uint32_t last = start + len - 1;
@@ -387,7 +394,7 @@ static void tag_clear(struct xindex *x, uint32_t p)
 
 /* the first page of id moves from p to q (carving): one key rewritten when
  * both are in one line-held group */
-static inline void tag_move(struct xindex *x, uint32_t p, uint32_t q, uint32_t id)
+static __always_inline void tag_move(struct xindex *x, uint32_t p, uint32_t q, uint32_t id)
 {
 	struct xgroup *g = &x->grp[p >> 6];
 	int i, j;
@@ -432,79 +439,115 @@ static inline uint64_t *bin_bits(const struct xindex *x, uint32_t bin)
 	return x->bin_bits + (size_t)bin * x->bin_stride;
 }
 
-/* is id, whose first page p carries a start flag, an extent of this bin
- * (and not one just taken out of it)? Flags are exact, and a treap extent
- * is longer than any bin, so the length and the in-bin mark tell */
-static inline bool in_bin(const struct xindex *x, uint32_t id, uint32_t p, uint32_t bin)
+/* is id, whose first page carries a start flag, an extent of this bin (and
+ * not one just taken out of it)? Flags are exact, and a treap extent is
+ * longer than any bin, so the length and the in-bin mark tell */
+static inline bool in_bin(const struct xindex *x, uint32_t id, uint32_t bin)
 {
 	const struct fext *e = &x->node[id];
 
-	(void)p;
 	return e->len == bin && e->parent != XI_NIL;
+}
+
+/*
+ * Is the extent starting at offset o of line gr one of this bin? Free runs
+ * are maximal, so where the run of free pages from o ends inside the line
+ * (and no barrier falls inside a line) its length is the extent's, read
+ * from the allocated word without touching the node. Only an extent that
+ * reaches the line's end needs its node. A run that ends inside the line
+ * and belongs to an extent just taken out of its bin is longer than the
+ * extent was (a free clears its pages first), so it never matches.
+ */
+static inline bool starts_bin(const struct xindex *x, const struct xgroup *gr, unsigned o,
+			      uint32_t id, uint32_t bin)
+{
+	uint64_t w = gr->alloc >> o;
+
+	if (likely(w) && likely(x->runs_exact))
+		return (uint32_t)__builtin_ctzll(w) == bin;
+	return in_bin(x, id, bin);
 }
 
 /* does group g hold the start of an extent of bin other than skip? */
 static bool group_has_other(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip)
 {
 	const struct xgroup *gr = &x->grp[g];
-	uint32_t base = (uint32_t)(g << 6);
 
 	if (gr->blk) {
 		for (uint64_t m = gr->starts; m; m &= m - 1) {
-			uint32_t p = base + (uint32_t)__builtin_ctzll(m);
-			uint32_t id = x->ovf[gr->blk - 1][p & 63];
+			unsigned o = (unsigned)__builtin_ctzll(m);
+			uint32_t id = x->ovf[gr->blk - 1][o];
 
-			if (id != skip && in_bin(x, id, p, bin))
+			if (id != skip && starts_bin(x, gr, o, id, bin))
 				return true;
 		}
 		return false;
 	}
 	for (uint64_t f = gr->keys & BYTES(XI_KEY_START); f; f &= f - 1) {
 		int i = __builtin_ctzll(f) >> 3;
+		unsigned o = ((gr->keys >> (8 * i)) & 0x7f) - 1;
 		uint32_t id = gr->id[i];
 
-		if (id != skip && in_bin(x, id, base, bin))
+		if (id != skip && starts_bin(x, gr, o, id, bin))
 			return true;
 	}
 	return false;
 }
 
-/* the lowest start in group g of an extent of bin, skipping node skip;
- * *more: another one starts there too */
-static uint32_t group_lowest(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip,
-			     bool *more)
+/* group_lowest() of a crowded group: its tags in the overflow block */
+static void group_lowest_crowded(const struct xindex *x, uint64_t g, uint32_t bin,
+				 struct xpick *pick)
 {
 	const struct xgroup *gr = &x->grp[g];
-	uint32_t best = XI_NIL, bestp = UINT32_MAX, base = (uint32_t)(g << 6), n = 0;
+	uint32_t n = 0;
 
-	if (gr->blk) {
-		for (uint64_t m = gr->starts; m; m &= m - 1) {
-			uint32_t p = base + (uint32_t)__builtin_ctzll(m);
-			uint32_t id = x->ovf[gr->blk - 1][p & 63];
+	pick->id = XI_NIL;
+	for (uint64_t m = gr->starts; m; m &= m - 1) {
+		unsigned o = (unsigned)__builtin_ctzll(m);
+		uint32_t id = x->ovf[gr->blk - 1][o];
 
-			if (id != skip && in_bin(x, id, p, bin) && !n++)
-				best = id;
+		if (starts_bin(x, gr, o, id, bin) && !n++) {
+			pick->id = id;
+			pick->start = (uint32_t)(g << 6) + o;
 		}
-	} else {
-		for (uint64_t f = gr->keys & BYTES(XI_KEY_START); f; f &= f - 1) {
-			int i = __builtin_ctzll(f) >> 3;
-			uint32_t id = gr->id[i], p = base + ((gr->keys >> (8 * i)) & 0x7f) - 1;
+	}
+	pick->len = bin;
+	pick->more = n > 1;
+}
 
-			if (id != skip && in_bin(x, id, p, bin)) {
-				n++;
-				if (p < bestp) {
-					bestp = p;
-					best = id;
-				}
+/* the lowest start in group g of an extent of bin into *pick (node id and
+ * first page, from the line); pick->more: another one starts there too */
+static __always_inline void group_lowest(const struct xindex *x, uint64_t g, uint32_t bin,
+					 struct xpick *pick)
+{
+	const struct xgroup *gr = &x->grp[g];
+	uint64_t keys = gr->keys;
+	uint32_t best = XI_NIL, besto = 64, n = 0;
+
+	if (unlikely(gr->blk)) {
+		group_lowest_crowded(x, g, bin, pick);
+		return;
+	}
+	for (uint64_t f = keys & BYTES(XI_KEY_START); f; f &= f - 1) {
+		int i = __builtin_ctzll(f) >> 3;
+		unsigned o = ((keys >> (8 * i)) & 0x7f) - 1;
+		uint32_t id = gr->id[i];
+
+		if (starts_bin(x, gr, o, id, bin)) {
+			n++;
+			if (o < besto) {
+				besto = o;
+				best = id;
 			}
 		}
 	}
-	if (more)
-		*more = n > 1;
-	return best;
+	pick->id = best;
+	pick->start = (uint32_t)(g << 6) + besto;
+	pick->len = bin;
+	pick->more = n > 1;
 }
 
-static void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
+static __always_inline void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
 {
 	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
 		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)], was = *w;
@@ -530,7 +573,8 @@ static void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i)
  * XI_NIL): i's word at each level held no lower bit, so the first level
  * whose word stays non-zero holds the next one, found down its lowest bits
  * without starting again from the top */
-static uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits, uint64_t i)
+static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits,
+						   uint64_t i)
 {
 	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
 		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)];
@@ -546,48 +590,61 @@ static uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits, uint64
 	return XI_NIL;
 }
 
-static void bin_insert(struct xindex *x, uint32_t id)
+/* file [start, +len) in its bin: bitmap, lowest group, masks, count (the
+ * node is marked by the caller) */
+static __always_inline void bin_add(struct xindex *x, uint32_t start, uint32_t len)
 {
-	struct fext *e = &x->node[id];
-	uint32_t bin = e->len;
-
-	x->hint_id = XI_NIL;
-	e->prio = 0;
-	e->parent = 0;		/* in a bin */
-	bits_set(x, bin_bits(x, bin), e->start >> 6);
-	if (e->start >> 6 < x->bin_low[bin])	/* XI_NIL when empty */
-		x->bin_low[bin] = e->start >> 6;
-	x->bin_mask[bin >> 6] |= 1ull << (bin & 63);
-	x->bin_words |= 1ull << (bin >> 6);
-	x->bin_count[bin]++;
+	x->hint.id = XI_NIL;
+	bits_set(x, bin_bits(x, len), start >> 6);
+	if (start >> 6 < x->bin_low[len])	/* XI_NIL when empty */
+		x->bin_low[len] = start >> 6;
+	x->bin_mask[len >> 6] |= 1ull << (len & 63);
+	x->bin_words |= 1ull << (len >> 6);
+	x->bin_count[len]++;
 }
 
-static void bin_remove(struct xindex *x, uint32_t id)
+/* file free extent id, [start, +len), in its bin */
+static __always_inline void bin_insert(struct xindex *x, uint32_t id, uint32_t start,
+				       uint32_t len)
 {
 	struct fext *e = &x->node[id];
-	uint32_t bin = e->len;
 
-	bool more = x->hint_more;
+	e->prio = 0;
+	e->parent = 0;		/* in a bin */
+	bin_add(x, start, len);
+}
 
-	/* the pick just found it, and whether its group holds another */
-	if (id != x->hint_id)
-		more = group_has_other(x, e->start >> 6, bin, id);
-	x->hint_id = XI_NIL;
+/* the pick's extent leaves its bin; its group holds another of the bin iff
+ * more (the node is not touched) */
+static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t len, bool more)
+{
+	uint32_t g = start >> 6;
+
+	x->hint.id = XI_NIL;
 	if (!more) {
-		uint32_t g = e->start >> 6;
-
-		if (g == x->bin_low[bin])
-			x->bin_low[bin] = bits_clear_lowest(x, bin_bits(x, bin), g);
+		if (g == x->bin_low[len])
+			x->bin_low[len] = bits_clear_lowest(x, bin_bits(x, len), g);
 		else
-			bits_clear(x, bin_bits(x, bin), g);
+			bits_clear(x, bin_bits(x, len), g);
 	}
-	e->parent = XI_NIL;
-	if (!--x->bin_count[bin] && !(x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63))))
-		x->bin_words &= ~(1ull << (bin >> 6));
+	if (!--x->bin_count[len] && !(x->bin_mask[len >> 6] &= ~(1ull << (len & 63))))
+		x->bin_words &= ~(1ull << (len >> 6));
+}
+
+/* take free extent id, [start, +len), out of its bin; the node is written,
+ * not read */
+static void bin_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
+{
+	uint32_t g = start >> 6;
+	/* the pick just found it, and whether its group holds another */
+	bool more = id == x->hint.id ? x->hint.more : group_has_other(x, g, len, id);
+
+	bin_del(x, start, len, more);
+	x->node[id].parent = XI_NIL;	/* its tags may stay a moment (a free) */
 }
 
 /* smallest non-empty bin >= n, or 0: two words, never a scan */
-static uint32_t bin_first_from(const struct xindex *x, uint32_t n)
+static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t n)
 {
 	uint32_t w = n >> 6;
 	uint64_t m, words;
@@ -626,15 +683,15 @@ static uint32_t bin_last_below(const struct xindex *x, uint32_t n)
 	return (w << 6) + 63 - (uint32_t)__builtin_clzll(m);
 }
 
-/* the lowest-address extent of a non-empty bin */
-static inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
+/* the lowest-address extent of a non-empty bin, kept as the hint */
+static __always_inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
 {
 	struct xindex *w = (struct xindex *)x;	/* the hint is a cache */
 
 	/* the leaf word the take clears: its miss overlaps the group's */
 	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
-	w->hint_id = group_lowest(x, x->bin_low[bin], bin, XI_NIL, &w->hint_more);
-	return w->hint_id;
+	group_lowest(x, x->bin_low[bin], bin, &w->hint);
+	return w->hint.id;
 }
 
 /* ---- index: bins + treap ----------------------------------------------- */
@@ -645,13 +702,11 @@ static void refresh_largest(struct xindex *x)
 						 : bin_last_below(x, x->nexact + 1));
 }
 
-static void idx_insert(struct xindex *x, uint32_t id)
+static void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
-	uint32_t len = x->node[id].len;
-
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
-		bin_insert(x, id);
+		bin_insert(x, id, start, len);
 	else
 		tree_insert(x, id);
 	x->free_extents++;
@@ -659,13 +714,11 @@ static void idx_insert(struct xindex *x, uint32_t id)
 		HKV_STORE(&x->largest, len);
 }
 
-static void idx_remove(struct xindex *x, uint32_t id)
+static void idx_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
-	uint32_t len = x->node[id].len;
-
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
-		bin_remove(x, id);
+		bin_remove(x, id, start, len);
 	else
 		tree_remove(x, id);
 	x->free_extents--;
@@ -674,13 +727,18 @@ static void idx_remove(struct xindex *x, uint32_t id)
 }
 
 /* best fit for n pages: smallest extent >= n, lowest address; or XI_NIL */
-static uint32_t find_fit(const struct xindex *x, uint64_t n)
+static __always_inline uint32_t find_fit_inline(const struct xindex *x, uint64_t n)
 {
 	uint32_t bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nexact + 1));
 
-	if (bin)
+	if (likely(bin))
 		return bin_pick(x, bin);
 	return tree_lower_bound(x, n);
+}
+
+static uint32_t find_fit(const struct xindex *x, uint64_t n)
+{
+	return find_fit_inline(x, n);
 }
 
 /* the largest free extent (ties: lowest address), or XI_NIL */
@@ -731,7 +789,8 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 		if (n <= 64)
 			break;
 	}
-	x->root = x->tree_max = x->free_node = x->hint_id = x->plan_id = XI_NIL;
+	x->root = x->tree_max = x->free_node = x->hint.id = x->plan_id = XI_NIL;
+	x->runs_exact = !barrier || (barrier % 64 == 0 && base % 64 == 0);
 	x->seed = 0x9e3779b9u ^ (uint32_t)base;
 	x->grp = meta_alloc(words * sizeof(struct xgroup));
 	x->allocated = x->grp ? &x->grp[0].alloc : NULL;
@@ -762,7 +821,7 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 			return -ENOMEM;
 		}
 		set_tags(x, id);
-		idx_insert(x, id);
+		idx_insert(x, id, p, end - p);
 		p = end;
 	}
 	x->free_pages = npages;
@@ -843,24 +902,60 @@ static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 	return true;
 }
 
-static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *out)
+/* id's figures: the hint's for the last bin pick (read from its group
+ * line, so its node is only written), else its node's */
+static inline struct xpick pick_of(const struct xindex *x, uint32_t id)
 {
-	struct fext *e = &x->node[id];
-	uint32_t start = e->start;
+	if (id == x->hint.id)
+		return x->hint;
+	return (struct xpick){ .id = id, .start = x->node[id].start, .len = x->node[id].len };
+}
 
-	if (e->len > n && shrink_in_place(x, id, n))
+static void carve(struct xindex *x, struct xpick pk, uint64_t n, struct hkv_extent *out)
+{
+	uint32_t id = pk.id, start = pk.start, len = pk.len;
+
+	if (len > n && len > x->nexact && shrink_in_place(x, id, n))
 		goto mark;
-	idx_remove(x, id);
-	if (e->len > n) {
+	idx_remove(x, id, start, len);
+	if (len > n) {
 		tag_move(x, start, start + (uint32_t)n, id);
-		e->start += (uint32_t)n;
-		e->len -= (uint32_t)n;
-		idx_insert(x, id);
+		x->node[id].start = start + (uint32_t)n;
+		x->node[id].len = len - (uint32_t)n;
+		idx_insert(x, id, start + (uint32_t)n, len - (uint32_t)n);
 	} else {
-		tags_clear(x, start, e->len);
+		tags_clear(x, start, len);
 		node_put(x, id);
 	}
 mark:
+	xi_set_range(x->allocated, start, n, true);
+	out->start = x->base + start;
+	out->len = n;
+}
+
+/*
+ * n pages from the front of the hint's extent (a bin pick), all from the
+ * figures the pick read in its group line: the node is written, never read
+ * (a bin node's prio and parent are 0 already).
+ */
+static __always_inline void take_binned(struct xindex *x, uint32_t n, struct hkv_extent *out)
+{
+	uint32_t id = x->hint.id, start = x->hint.start, len = x->hint.len;
+
+	x->plan_id = XI_NIL;
+	bin_del(x, start, len, x->hint.more);
+	if (len == n) {
+		tags_clear(x, start, len);
+		node_put(x, id);
+		x->free_extents--;
+	} else {
+		tag_move(x, start, start + n, id);
+		x->node[id].start = start + n;
+		x->node[id].len = len - n;
+		bin_add(x, start + n, len - n);
+	}
+	if (len == x->largest)
+		refresh_largest(x);
 	xi_set_range(x->allocated, start, n, true);
 	out->start = x->base + start;
 	out->len = n;
@@ -878,26 +973,32 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 	uint64_t total = n;
 	long i;
 
-	for (i = 0; i < nplan - 1; i++) {
-		uint32_t id = find_largest(x);
-
-		n -= x->node[id].len;
-		carve(x, id, x->node[id].len, &ext[i]);
+	/* the common call: xi_reserve_plan() picked one extent from a bin */
+	if (likely(nplan == 1 && x->plan_id == x->hint.id && x->plan_n == n &&
+		   x->plan_id != XI_NIL)) {
+		take_binned(x, (uint32_t)n, ext);
+		HKV_STORE(&x->free_pages, x->free_pages - total);
+		return;
 	}
-	carve(x, nplan == 1 && x->plan_id != XI_NIL && x->plan_n == n ? x->plan_id
-							     : find_fit(x, n), n, &ext[i]);
+	for (i = 0; i < nplan - 1; i++) {
+		struct xpick pk = pick_of(x, find_largest(x));
+
+		n -= pk.len;
+		carve(x, pk, pk.len, &ext[i]);
+	}
+	carve(x, pick_of(x, nplan == 1 && x->plan_id != XI_NIL && x->plan_n == n ? x->plan_id
+										: find_fit(x, n)), n, &ext[i]);
 	HKV_STORE(&x->free_pages, x->free_pages - total);
 }
 
 /* would carving n pages from the front of id add a tag to a full group? */
-static bool carve_needs_block(const struct xindex *x, uint32_t id, uint64_t n)
+static bool carve_needs_block(const struct xindex *x, const struct xpick *pk, uint64_t n)
 {
-	const struct fext *e = &x->node[id];
-	uint64_t t = e->start + n;
+	uint64_t t = pk->start + n;
 
 	/* taken whole: tags only go; same group: the start's slot is reused;
 	 * one page left: its tag is there */
-	if (e->len == n || t >> 6 == e->start >> 6 || t == (uint64_t)e->start + e->len - 1)
+	if (pk->len == n || t >> 6 == pk->start >> 6 || t == (uint64_t)pk->start + pk->len - 1)
 		return false;
 	return group_full(&x->grp[t >> 6]);
 }
@@ -916,16 +1017,16 @@ static bool carve_needs_block(const struct xindex *x, uint32_t id, uint64_t n)
  */
 int xi_reserve_plan(struct xindex *x, uint64_t n, long k)
 {
-	uint32_t id;
+	struct xpick pk;
 
 	if (k != 1)
 		return xi_reserve_take(x, k);
-	id = find_fit(x, n);
-	x->plan_id = id;
+	x->plan_id = find_fit_inline(x, n);
 	x->plan_n = n;
-	if (x->node[id].len - n - 1 < x->nexact)	/* the rest's leaf word */
-		__builtin_prefetch(&bin_bits(x, x->node[id].len - (uint32_t)n)[(x->node[id].start + n) >> 12], 1);
-	if (likely(x->ovf_nfree) || !carve_needs_block(x, id, n))
+	pk = pick_of(x, x->plan_id);
+	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
+	if (likely(x->ovf_nfree) || !carve_needs_block(x, &pk, n))
 		return 0;
 	return xi_reserve_grow(x, 1);
 }
@@ -1058,30 +1159,23 @@ void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated)
 	xi_set_range(x->allocated, start - x->base, len, allocated);
 }
 
-/**
- * xi_free() - free allocated pages and coalesce with free neighbours
- * @x: the index; xi_reserve(x, 1) done since the last free
- * @start: absolute first page (checked by xi_check_allocated())
- * @len: pages; must not cross a barrier
- */
-void xi_free(struct xindex *x, uint64_t start, uint64_t len)
+/* free [s, e) (bits cleared) next to a free left and/or right neighbour */
+static void free_merge(struct xindex *x, uint32_t s, uint32_t e, bool left, bool right)
 {
-	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, s0 = s;
-	uint32_t id = XI_NIL, nb;
+	uint32_t e0 = e, id = XI_NIL, nb;
 	bool start_tagged = false, end_tagged = false;
 
-	xi_set_range(x->allocated, s, len, false);
-	if (s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1)) {
+	if (left) {
 		id = tag_get(x, s - 1);
-		idx_remove(x, id);
+		idx_remove(x, id, x->node[id].start, x->node[id].len);
 		if (x->node[id].start != s - 1)
 			tag_clear(x, s - 1);	/* no longer an end */
 		s = x->node[id].start;
 		start_tagged = true;	/* its start tag stays */
 	}
-	if (e < x->npages && !at_barrier(x, e) && xi_page_free(x, e)) {
+	if (right) {
 		nb = tag_get(x, e);
-		idx_remove(x, nb);
+		idx_remove(x, nb, e, x->node[nb].len);
 		if (x->node[nb].len != 1)
 			tag_clear(x, e);	/* no longer a start */
 		e = x->node[nb].start + x->node[nb].len;
@@ -1092,20 +1186,53 @@ void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 			node_put(x, nb);
 		}
 	}
-	if (id == XI_NIL)
-		id = node_get(x);
 	x->node[id].start = s;
 	x->node[id].len = e - s;
 	/* only tags that change are written; pages just freed carry none */
 	if (!start_tagged)
 		tag_add(x, s, id, true);
 	if (e - s > 1 && !end_tagged) {
-		if (e == s0 + len)
+		if (e == e0)
 			tag_add(x, e - 1, id, false);	/* no right neighbour */
 		else
 			tag_set(x, e - 1, id, false);
 	}
-	idx_insert(x, id);
+	idx_insert(x, id, s, e - s);
+}
+
+/**
+ * xi_free() - free allocated pages and coalesce with free neighbours
+ * @x: the index; xi_reserve(x, 1) done since the last free
+ * @start: absolute first page (checked by xi_check_allocated())
+ * @len: pages; must not cross a barrier
+ */
+void xi_free(struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
+	bool left, right;
+
+	xi_set_range(x->allocated, s, len, false);
+	left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
+	right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+	if (unlikely(left || right)) {
+		free_merge(x, s, e, left, right);
+	} else {	/* most frees: a new extent, its pages carry no tags */
+		id = node_get(x);
+		x->node[id].start = s;
+		x->node[id].len = (uint32_t)len;
+		tag_add(x, s, id, true);
+		if (len > 1)
+			tag_add(x, e - 1, id, false);
+		if (likely(len <= x->nexact)) {
+			x->plan_id = XI_NIL;
+			bin_insert(x, id, s, (uint32_t)len);
+			x->free_extents++;
+			if (len > x->largest)
+				HKV_STORE(&x->largest, len);
+		} else {
+			idx_insert(x, id, s, (uint32_t)len);
+		}
+	}
 	HKV_STORE(&x->free_pages, x->free_pages + len);
 }
 

@@ -292,6 +292,13 @@ struct xgroup {
 	uint32_t pad;
 } __attribute__((aligned(64)));
 
+/* a free extent found for a take: node, first page and length, as the pick
+ * read them (a bin pick from the group line, without the node) */
+struct xpick {
+	uint32_t id, start, len;
+	bool more;		/* a bin pick: its group holds another of the bin */
+};
+
 struct xindex {
 	uint64_t base;		/* absolute page of space page 0 */
 	uint32_t npages;
@@ -307,8 +314,8 @@ struct xindex {
 	uint64_t *bin_bits;	/* per bin: groups where its extents start */
 	uint32_t bin_stride, bin_levels;	/* words per bin, levels */
 	uint32_t bin_off[XI_LEVELS];	/* word offset of each level (leaf first) */
-	uint32_t hint_id;	/* last bin pick; hint_more: its group holds another */
-	bool hint_more;
+	struct xpick hint;	/* last bin pick (id XI_NIL: none since a bin changed) */
+	bool runs_exact;	/* no barrier inside a group line (run = extent) */
 	uint32_t plan_id;	/* xi_reserve_plan()'s fit for plan_n pages */
 	uint64_t plan_n;
 	uint64_t *bin_mask;	/* bitmap of non-empty bins */
