@@ -209,11 +209,22 @@ static inline uint64_t key_put(uint64_t w, int i, uint64_t v)
 	return (w & ~(0xffull << (8 * i))) | (v << (8 * i));
 }
 
-/* fewer than two free slots in a line-held group (exact zero-byte mask:
- * no SWAR borrow) */
+/* 0x80 in exactly the bytes of w that are 0 (no SWAR borrow) */
+static inline uint64_t zero_bytes(uint64_t w)
+{
+	return ~(((w & BYTES(0x7f)) + BYTES(0x7f)) | w | BYTES(0x7f));
+}
+
+/* w without its bytes equal to v (keys are unique: at most one) */
+static inline uint64_t key_drop(uint64_t w, uint64_t v)
+{
+	return w & ~((zero_bytes(w ^ BYTES(v)) >> 7) * 0xff);
+}
+
+/* fewer than two free slots in a line-held group */
 static inline bool group_nearly_full(const struct xgroup *g)
 {
-	uint64_t w = g->keys, z = ~(((w & BYTES(0x7f)) + BYTES(0x7f)) | w | BYTES(0x7f));
+	uint64_t z = zero_bytes(g->keys);
 
 	return !g->blk && !(z & (z - 1));
 }
@@ -352,21 +363,41 @@ static __always_inline void tag_add(struct xindex *x, uint32_t p, uint32_t id, b
 	tag_set(x, p, id, start);
 }
 
+/* both tags of a new extent [s, e) whose pages carry none (a plain free):
+ * one line and no branch on the length when it has two free slots */
+static __always_inline void tags_add(struct xindex *x, uint32_t s, uint32_t e, uint32_t id)
+{
+	struct xgroup *g = &x->grp[s >> 6];
+	uint64_t z = zero_bytes(g->keys);
+
+	if (likely(s >> 6 == (e - 1) >> 6 && !g->blk && (z & (z - 1)))) {
+		unsigned i = (unsigned)__builtin_ctzll(z) >> 3;
+		unsigned j = (unsigned)__builtin_ctzll(z & (z - 1)) >> 3;
+		uint64_t first = (s & 63) + 1 + XI_KEY_START;
+		/* a one-page extent has no end key: its slot stays empty */
+		uint64_t end = (((e - 1) & 63) + 1) & -(uint64_t)(e - s > 1);
+
+		g->keys |= first << (8 * i) | end << (8 * j);
+		g->id[i] = id;
+		g->id[j] = id;
+		return;
+	}
+	tag_add(x, s, id, true);
+	if (e - s > 1)
+		tag_add(x, e - 1, id, false);
+}
+
 /* the tags of a whole extent taken out: one line when both are in it */
 static __always_inline void tags_clear(struct xindex *x, uint32_t start, uint32_t len)
 {
 	struct xgroup *g = &x->grp[start >> 6];
 	uint32_t last = start + len - 1;
-	int i;
 
 	if (likely(start >> 6 == last >> 6 && !g->blk)) {
-		uint64_t k = g->keys;
-
-		i = key_find(k & KEY_OFF, (start & 63) + 1);
-		k = key_put(k, i, 0);
-		if (len > 1)
-			k = key_put(k, key_find(k & KEY_OFF, (last & 63) + 1), 0);
-		g->keys = k;
+		/* a one-page extent has no key without the start flag: the
+		 * second drop is then a no-op, with no branch on len */
+		g->keys = key_drop(key_drop(g->keys, (start & 63) + 1 + XI_KEY_START),
+				   (last & 63) + 1);
 		return;
 	}
 	tag_clear(x, start);
@@ -547,15 +578,12 @@ static __always_inline void group_lowest(const struct xindex *x, uint64_t g, uin
 	pick->more = n > 1;
 }
 
+/* set leaf bit i and its summaries: every level, since a summary bit that
+ * is set already stays so (a fixed loop, no branch on the words) */
 static __always_inline void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
 {
-	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
-		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)], was = *w;
-
-		*w = was | 1ull << (i & 63);
-		if (was)
-			return;		/* the levels above know already */
-	}
+	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6)
+		bits[x->bin_off[l] + (i >> 6)] |= 1ull << (i & 63);
 }
 
 static void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i)
@@ -596,8 +624,7 @@ static __always_inline void bin_add(struct xindex *x, uint32_t start, uint32_t l
 {
 	x->hint.id = XI_NIL;
 	bits_set(x, bin_bits(x, len), start >> 6);
-	if (start >> 6 < x->bin_low[len])	/* XI_NIL when empty */
-		x->bin_low[len] = start >> 6;
+	x->bin_low[len] = HKV_MIN(x->bin_low[len], start >> 6);	/* XI_NIL when empty */
 	x->bin_mask[len >> 6] |= 1ull << (len & 63);
 	x->bin_words |= 1ull << (len >> 6);
 	x->bin_count[len]++;
@@ -1220,9 +1247,7 @@ void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 		id = node_get(x);
 		x->node[id].start = s;
 		x->node[id].len = (uint32_t)len;
-		tag_add(x, s, id, true);
-		if (len > 1)
-			tag_add(x, e - 1, id, false);
+		tags_add(x, s, e, id);
 		if (likely(len <= x->nexact)) {
 			x->plan_id = XI_NIL;
 			bin_insert(x, id, s, (uint32_t)len);
