@@ -601,10 +601,10 @@ static void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i)
  * XI_NIL): i's word at each level held no lower bit, so the first level
  * whose word stays non-zero holds the next one, found down its lowest bits
  * without starting again from the top */
-static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits,
-						   uint64_t i)
+static uint32_t bits_clear_lowest_up(const struct xindex *x, uint64_t *bits, uint64_t i,
+				     unsigned from)
 {
-	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
+	for (unsigned l = from; l < x->bin_levels; l++, i >>= 6) {
 		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)];
 
 		*w &= ~(1ull << (i & 63));
@@ -616,6 +616,33 @@ static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64
 		}
 	}
 	return XI_NIL;
+}
+
+/*
+ * The same for the two lowest levels without a branch on the leaf word
+ * (whether the lowest group's leaf word holds another is data, not a
+ * pattern): the level-1 bit is cleared only if the leaf word emptied, and
+ * since i's leaf word was the lowest non-zero one, the lowest bit of the
+ * level-1 word names it while it stays non-zero, so one reload (forwarded
+ * from the store just made) gives the new lowest either way. Only an
+ * emptied level-1 word climbs further.
+ */
+static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits,
+						  uint64_t i)
+{
+	uint64_t *w0 = &bits[i >> 6], *w1, v0, v1, j;
+
+	if (unlikely(x->bin_levels < 2))
+		return bits_clear_lowest_up(x, bits, i, 0);
+	v0 = *w0 & ~(1ull << (i & 63));
+	*w0 = v0;
+	w1 = &bits[x->bin_off[1] + (i >> 12)];
+	v1 = *w1 & ~((uint64_t)!v0 << ((i >> 6) & 63));
+	*w1 = v1;
+	if (unlikely(!v1))
+		return x->bin_levels > 2 ? bits_clear_lowest_up(x, bits, i >> 12, 2) : XI_NIL;
+	j = (i >> 12 << 6) + (uint64_t)__builtin_ctzll(v1);
+	return (uint32_t)((j << 6) + (uint64_t)__builtin_ctzll(bits[j]));
 }
 
 /* file [start, +len) in its bin: bitmap, lowest group, masks, count (the
@@ -988,25 +1015,13 @@ static __always_inline void take_binned(struct xindex *x, uint32_t n, struct hkv
 	out->len = n;
 }
 
-/**
- * xi_take() - take n pages as the planned number of extents
- * @x: the index
- * @n: pages (> 0, <= free pages)
- * @nplan: extents, as returned by xi_plan()
- * @ext: receives @nplan extents, largest first, best-fit remainder last
- */
-void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
+/* xi_take() of a treap pick or of several extents */
+static __attribute__((noinline)) void take_carved(struct xindex *x, uint64_t n, long nplan,
+						  struct hkv_extent *ext)
 {
 	uint64_t total = n;
 	long i;
 
-	/* the common call: xi_reserve_plan() picked one extent from a bin */
-	if (likely(nplan == 1 && x->plan_id == x->hint.id && x->plan_n == n &&
-		   x->plan_id != XI_NIL)) {
-		take_binned(x, (uint32_t)n, ext);
-		HKV_STORE(&x->free_pages, x->free_pages - total);
-		return;
-	}
 	for (i = 0; i < nplan - 1; i++) {
 		struct xpick pk = pick_of(x, find_largest(x));
 
@@ -1016,6 +1031,25 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 	carve(x, pick_of(x, nplan == 1 && x->plan_id != XI_NIL && x->plan_n == n ? x->plan_id
 										: find_fit(x, n)), n, &ext[i]);
 	HKV_STORE(&x->free_pages, x->free_pages - total);
+}
+
+/**
+ * xi_take() - take n pages as the planned number of extents
+ * @x: the index
+ * @n: pages (> 0, <= free pages)
+ * @nplan: extents, as returned by xi_plan()
+ * @ext: receives @nplan extents, largest first, best-fit remainder last
+ */
+void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
+{
+	/* the common call: xi_reserve_plan() picked one extent from a bin */
+	if (likely(nplan == 1 && x->plan_id == x->hint.id && x->plan_n == n &&
+		   x->plan_id != XI_NIL)) {
+		take_binned(x, (uint32_t)n, ext);
+		HKV_STORE(&x->free_pages, x->free_pages - n);
+		return;
+	}
+	take_carved(x, n, nplan, ext);
 }
 
 /* would carving n pages from the front of id add a tag to a full group? */
