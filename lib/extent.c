@@ -1221,7 +1221,8 @@ void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated)
 }
 
 /* free [s, e) (bits cleared) next to a free left and/or right neighbour */
-static void free_merge(struct xindex *x, uint32_t s, uint32_t e, bool left, bool right)
+static __attribute__((noinline)) void free_merge(struct xindex *x, uint32_t s, uint32_t e,
+						 bool left, bool right)
 {
 	uint32_t e0 = e, id = XI_NIL, nb;
 	bool start_tagged = false, end_tagged = false;
