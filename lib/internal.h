@@ -385,9 +385,10 @@ void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated);
 bool xi_test_range_slow(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set);
 void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set);
 
+/* bits [from, from + len) of from's word; 1 <= len <= 64 - (from & 63) */
 static inline uint64_t xi_word_bits(uint64_t from, uint64_t len)
 {
-	return (len == 64 ? ~0ull : (1ull << len) - 1) << (from & 63);
+	return ~0ull >> (64 - len) << (from & 63);
 }
 
 /* the allocated/in_unit check of the common free, inline */
