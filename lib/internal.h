@@ -12,7 +12,8 @@
  *   plan.c          the arena's layout: segments per node (hkv_pool_plan())
  *   arena.c         the memory: map, bind, prefault.c, arena_verify.c
  *   meta.c          large bookkeeping arrays
- *   extent.c        free-extent index of one lane (extent_tree.c, extent_check.c)
+ *   extent.c        free-extent index of one lane (extent.h: extent_group.c,
+ *                   extent_bins.c, extent_tree.c; extent_check.c)
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
  *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
@@ -241,7 +242,7 @@ void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
 void *meta_alloc(size_t bytes);		/* zeroed */
 void meta_free(void *p, size_t bytes);
 
-/* ---- extent.c: free-extent index of one lane ----------------------------
+/* ---- extent.c: free-extent index of one lane (its own header: extent.h) -
  *
  * Free extents of a page space [base, base + npages). Exact size bins for
  * small extents (each with a bitmap of the groups its extents start in,
