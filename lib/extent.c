@@ -481,7 +481,9 @@ int xi_reserve_plan(struct xindex *x, uint64_t n, long k)
  *
  * A free adds new tags only at its own first and last pages (a merge
  * rewrites the neighbour's): a block is needed only if their group lines
- * lack the free slots.
+ * lack the free slots, and their lines are not even read while two blocks
+ * are free (blocks come back when a crowded group empties, so under churn
+ * there nearly always are).
  *
  * Return: 0 or -ENOMEM.
  */
@@ -495,6 +497,8 @@ int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len)
 		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[s >> 12], 1);
 	if (unlikely(x->free_extents >= x->ncap) && xi_reserve_nodes(x, 1))
 		return -ENOMEM;
+	if (likely(x->ovf_nfree >= 2))	/* two new tags spill two lines at most */
+		return 0;
 	if (a == b)
 		need = group_nearly_full(a);
 	else
