@@ -49,12 +49,6 @@ static inline uint64_t zero_bytes(uint64_t w)
 	return ~(((w & BYTES(0x7f)) + BYTES(0x7f)) | w | BYTES(0x7f));
 }
 
-/* w without its bytes equal to v (keys are unique: at most one) */
-static inline uint64_t key_drop(uint64_t w, uint64_t v)
-{
-	return w & ~((zero_bytes(w ^ BYTES(v)) >> 7) * 0xff);
-}
-
 /* fewer than two free slots in a line-held group */
 static inline bool group_nearly_full(const struct xgroup *g)
 {
@@ -124,10 +118,14 @@ static __always_inline void tags_clear(struct xindex *x, uint32_t start, uint32_
 	uint32_t last = start + len - 1;
 
 	if (likely(start >> 6 == last >> 6 && !g->blk)) {
-		/* a one-page extent has no key without the start flag: the
-		 * second drop is then a no-op, with no branch on len */
-		g->keys = key_drop(key_drop(g->keys, (start & 63) + 1 + XI_KEY_START),
-				   (last & 63) + 1);
+		/* both keys in one pass; a one-page extent has no key without
+		 * the start flag, so the second match is empty, with no branch
+		 * on len */
+		uint64_t k = g->keys;
+		uint64_t z = zero_bytes(k ^ BYTES((start & 63) + 1 + XI_KEY_START)) |
+			     zero_bytes(k ^ BYTES((last & 63) + 1));
+
+		g->keys = k & ~((z >> 7) * 0xff);
 		return;
 	}
 	tag_clear(x, start);
