@@ -172,7 +172,8 @@ bool group_has_other(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t 
 void group_lowest_crowded(const struct xindex *x, uint64_t g, uint32_t bin, struct xpick *pick);
 /* clear leaf bit i and the summaries that empty */
 void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i);
-/* clear the lowest set bit i of level from and up; the new lowest leaf bit */
+/* clear bit i of level from (the lowest set one) and the summaries that
+ * empty; the new lowest leaf bit, or XI_NIL */
 uint32_t bits_clear_lowest_up(const struct xindex *x, uint64_t *bits, uint64_t i, unsigned from);
 /* take free extent id, [start, +len), out of its bin (the node is written) */
 void bin_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len);
@@ -210,7 +211,8 @@ static inline bool in_bin(const struct xindex *x, uint32_t id, uint32_t bin)
  * from the allocated word without touching the node. Only an extent that
  * reaches the line's end needs its node. A run that ends inside the line
  * and belongs to an extent just taken out of its bin is longer than the
- * extent was (a free clears its pages first), so it never matches.
+ * extent was (a merging free clears its pages before it takes its
+ * neighbours out), so it never matches.
  */
 static inline bool starts_bin(const struct xindex *x, const struct xgroup *gr, unsigned o,
 			      uint32_t id, uint32_t bin)
