@@ -27,70 +27,15 @@
  * group is kept so that a pick goes straight to its group line, with no
  * bitmap level on the way: it changes only when that group loses its last
  * extent of the bin (the next one is found from the leaf word just cleared)
- * or a lower one arrives.
- */
-#include "internal.h"
-
-#define BIT_MASK(p)	(1ull << ((p) & 63))
-
-/* ---- page bitmaps ------------------------------------------------------ */
-
-/* mask of bits [lo, hi) of one word, 0 <= lo < hi <= 64 */
-static inline uint64_t word_mask(unsigned lo, unsigned hi)
-{
-	uint64_t m = hi == 64 ? ~0ull : (1ull << hi) - 1;
-
-	return m & ~((1ull << lo) - 1);
-}
-
-/**
- * xi_test_range_slow() - test a bit range that spans words
- * @bits: the bitmap
- * @from: first bit
- * @len: number of bits
- * @all_set: true to test that all are set, false that all are clear
+ * or a lower one arrives. A pick reads its extent's first page from the tag
+ * and its length from the allocated word of the same line (free runs are
+ * maximal), so a take writes the node but never waits for it.
  *
- * Return: whether they are.
+ * The group lines (bitmaps, tags) are in extent_group.c, the exact bins in
+ * extent_bins.c, the treap in extent_tree.c; their steps on the hot paths
+ * are static inline in extent.h.
  */
-bool xi_test_range_slow(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set)
-{
-	uint64_t end = from + len;
-
-	while (from < end) {
-		unsigned lo = from & 63;
-		unsigned hi = (end - (from & ~63ull)) >= 64 ? 64 : (unsigned)(end & 63);
-		uint64_t m = word_mask(lo, hi), w = bits[XI_WORD(from)];
-
-		if (all_set ? (w & m) != m : (w & m) != 0)
-			return false;
-		from = (from & ~63ull) + hi;
-	}
-	return true;
-}
-
-/**
- * xi_set_range_slow() - set or clear a bit range that spans words
- * @bits: the bitmap
- * @from: first bit
- * @len: number of bits
- * @set: true to set, false to clear
- */
-void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set)
-{
-	uint64_t end = from + len, w = from >> 6, last = (end - 1) >> 6;
-	uint64_t head = ~0ull << (from & 63), tail = ~0ull >> (63 - ((end - 1) & 63));
-
-	if (!len)
-		return;
-	if (w == last)
-		head &= tail;
-	bits[8 * w] = set ? bits[8 * w] | head : bits[8 * w] & ~head;
-	if (w == last)
-		return;
-	for (w++; w < last; w++)	/* whole words: one store each */
-		bits[8 * w] = set ? ~0ull : 0;
-	bits[8 * last] = set ? bits[8 * last] | tail : bits[8 * last] & ~tail;
-}
+#include "extent.h"
 
 /* ---- nodes --------------------------------------------------------------- */
 
@@ -167,7 +112,7 @@ int xi_reserve_grow(struct xindex *x, uint32_t blocks)
 	return 0;
 }
 
-static uint32_t node_get(struct xindex *x)
+static __always_inline uint32_t node_get(struct xindex *x)
 {
 	uint32_t id = x->free_node;
 
@@ -178,463 +123,10 @@ static uint32_t node_get(struct xindex *x)
 	return x->nused++;	/* xi_reserve() made room */
 }
 
-static void node_put(struct xindex *x, uint32_t id)
+static __always_inline void node_put(struct xindex *x, uint32_t id)
 {
 	x->node[id].next = x->free_node;
 	x->free_node = id;
-}
-
-/* ---- tags: node ids of the first and last pages of free extents -------- */
-
-#define BYTES(v)	((v) * 0x0101010101010101ull)
-#define KEY_OFF		BYTES(0x7f)	/* key bytes without the start flag */
-
-/* index of the lowest byte of w equal to v, or -1 (SWAR) */
-static inline int key_find(uint64_t w, uint64_t v)
-{
-	uint64_t t = w ^ BYTES(v), z = (t - BYTES(1)) & ~t & BYTES(0x80);
-
-	return z ? __builtin_ctzll(z) >> 3 : -1;
-}
-
-static inline uint64_t key_put(uint64_t w, int i, uint64_t v)
-{
-	return (w & ~(0xffull << (8 * i))) | (v << (8 * i));
-}
-
-/* fewer than two free slots in a line-held group (exact zero-byte mask:
- * no SWAR borrow) */
-static inline bool group_nearly_full(const struct xgroup *g)
-{
-	uint64_t w = g->keys, z = ~(((w & BYTES(0x7f)) + BYTES(0x7f)) | w | BYTES(0x7f));
-
-	return !g->blk && !(z & (z - 1));
-}
-
-/* a new tag in g would spill it to an overflow block */
-static inline bool group_full(const struct xgroup *g)
-{
-	return !g->blk && key_find(g->keys, 0) < 0;
-}
-
-/* the tag of a tagged page */
-static inline uint32_t tag_get(const struct xindex *x, uint32_t p)
-{
-	const struct xgroup *g = &x->grp[p >> 6];
-
-	if (likely(!g->blk))
-		return g->id[key_find(g->keys & KEY_OFF, (p & 63) + 1)];
-	return x->ovf[g->blk - 1][p & 63];
-}
-
-uint32_t xi_tag(const struct xindex *x, uint32_t p)
-{
-	const struct xgroup *g;
-
-	if (p >= x->npages)
-		return XI_NIL;
-	g = &x->grp[p >> 6];
-	if (g->blk)
-		return g->keys & (1ull << (p & 63)) ? x->ovf[g->blk - 1][p & 63] : XI_NIL;
-	return key_find(g->keys & KEY_OFF, (p & 63) + 1) < 0 ? XI_NIL : tag_get(x, p);
-}
-
-/* the pages of a group that carry tags (starts only: those that start) */
-static uint64_t group_tagged(const struct xindex *x, uint64_t group, bool starts)
-{
-	const struct xgroup *g = &x->grp[group];
-	uint64_t m = 0;
-
-	if (g->blk)
-		return starts ? g->starts : g->keys;
-	for (int i = 0; i < XI_GSLOTS; i++) {
-		unsigned k = (g->keys >> (8 * i)) & 0xff;
-
-		if (k && (!starts || (k & XI_KEY_START)))
-			m |= 1ull << ((k & 0x7f) - 1);
-	}
-	return m;
-}
-
-uint64_t xi_tagged(const struct xindex *x, uint64_t group)
-{
-	return group_tagged(x, group, false);
-}
-
-uint64_t xi_tagged_starts(const struct xindex *x, uint64_t group)
-{
-	return group_tagged(x, group, true);
-}
-
-/* a group's slots are full: its tags move to an overflow block (reserved) */
-static void g_spill(struct xindex *x, struct xgroup *g)
-{
-	uint32_t blk = x->ovf_free, *o = x->ovf[blk];
-	uint64_t m = 0, st = 0;
-
-	x->ovf_free = o[0];
-	x->ovf_nfree--;
-	for (int i = 0; i < XI_GSLOTS; i++) {
-		unsigned k = (g->keys >> (8 * i)) & 0xff, b = (k & 0x7f) - 1;
-
-		o[b] = g->id[i];	/* full: every key is set */
-		m |= 1ull << b;
-		if (k & XI_KEY_START)
-			st |= 1ull << b;
-	}
-	g->keys = m;
-	g->starts = st;
-	g->blk = blk + 1;
-}
-
-/* few tags again: back into the line, the block freed */
-static void g_unspill(struct xindex *x, struct xgroup *g)
-{
-	uint32_t blk = g->blk - 1, *o = x->ovf[blk];
-	uint64_t m = g->keys, st = g->starts, keys = 0;
-
-	for (int i = 0; m; i++, m &= m - 1) {
-		unsigned b = (unsigned)__builtin_ctzll(m);
-
-		g->id[i] = o[b];
-		keys |= (uint64_t)((b + 1) | (st >> b & 1 ? XI_KEY_START : 0)) << (8 * i);
-	}
-	g->keys = keys;
-	g->blk = 0;
-	o[0] = x->ovf_free;
-	x->ovf_free = blk;
-	x->ovf_nfree++;
-}
-
-/* tag page p with id; start: p is the first page of its extent */
-static void tag_set(struct xindex *x, uint32_t p, uint32_t id, bool start)
-{
-	struct xgroup *g = &x->grp[p >> 6];
-	unsigned b = p & 63;
-	int i;
-
-	if (likely(!g->blk)) {
-		i = key_find(g->keys & KEY_OFF, b + 1);
-		if (i < 0)
-			i = key_find(g->keys, 0);	/* an empty slot */
-		if (likely(i >= 0)) {
-			g->keys = key_put(g->keys, i, (b + 1) | (start ? XI_KEY_START : 0));
-			g->id[i] = id;
-			return;
-		}
-		g_spill(x, g);
-	}
-	x->ovf[g->blk - 1][b] = id;
-	g->keys |= 1ull << b;
-	g->starts = start ? g->starts | 1ull << b : g->starts & ~(1ull << b);
-}
-
-static void tag_clear(struct xindex *x, uint32_t p);
-
-/* tag page p, which carries no tag yet (a page just freed): no lookup */
-static inline void tag_add(struct xindex *x, uint32_t p, uint32_t id, bool start)
-{
-	struct xgroup *g = &x->grp[p >> 6];
-	int i;
-
-	if (likely(!g->blk) && likely((i = key_find(g->keys, 0)) >= 0)) {
-		g->keys = key_put(g->keys, i, (p & 63) + 1 + (start ? XI_KEY_START : 0));
-		g->id[i] = id;
-		return;
-	}
-	tag_set(x, p, id, start);
-}
-
-/* the tags of a whole extent taken out: one line when both are in it */
-static inline void tags_clear(struct xindex *x, uint32_t start, uint32_t len)
-{
-	struct xgroup *g = &x->grp[start >> 6];
-	uint32_t last = start + len - 1;
-	int i;
-
-	if (likely(start >> 6 == last >> 6 && !g->blk)) {
-		uint64_t k = g->keys;
-
-		i = key_find(k & KEY_OFF, (start & 63) + 1);
-		k = key_put(k, i, 0);
-		if (len > 1)
-			k = key_put(k, key_find(k & KEY_OFF, (last & 63) + 1), 0);
-		g->keys = k;
-		return;
-	}
-	tag_clear(x, start);
-	if (len > 1)
-		tag_clear(x, last);
-}
-
-static void tag_clear(struct xindex *x, uint32_t p)
-{
-	struct xgroup *g = &x->grp[p >> 6];
-	unsigned b = p & 63;
-	int i;
-
-	if (likely(!g->blk)) {
-		i = key_find(g->keys & KEY_OFF, b + 1);
-		if (i >= 0)
-			g->keys = key_put(g->keys, i, 0);
-		return;
-	}
-	g->keys &= ~(1ull << b);
-	g->starts &= ~(1ull << b);
-	if (__builtin_popcountll(g->keys) <= XI_GSLOTS / 2)	/* hysteresis */
-		g_unspill(x, g);
-}
-
-/* the first page of id moves from p to q (carving): one key rewritten when
- * both are in one line-held group */
-static inline void tag_move(struct xindex *x, uint32_t p, uint32_t q, uint32_t id)
-{
-	struct xgroup *g = &x->grp[p >> 6];
-	int i, j;
-
-	if (likely(p >> 6 == q >> 6 && !g->blk)) {
-		i = key_find(g->keys & KEY_OFF, (p & 63) + 1);
-		j = key_find(g->keys & KEY_OFF, (q & 63) + 1);
-		if (j >= 0)		/* q ends the extent: its slot stays */
-			g->keys = key_put(g->keys, i, 0);
-		else
-			j = i;
-		g->keys = key_put(g->keys, j, (q & 63) + 1 + XI_KEY_START);
-		g->id[j] = id;
-		return;
-	}
-	tag_clear(x, p);
-	tag_set(x, q, id, true);
-}
-
-static inline void set_tags(struct xindex *x, uint32_t id)
-{
-	const struct fext *e = &x->node[id];
-
-	tag_set(x, e->start, id, true);
-	if (e->len > 1)
-		tag_set(x, e->start + e->len - 1, id, false);
-}
-
-/* ---- exact bins -------------------------------------------------------- */
-
-/*
- * Each exact bin has a bitmap of the groups (64 pages) where one of its
- * extents starts, with a summary bitmap over its words, and so on up to one
- * word (XI_LEVELS at most). The lowest set leaf bit is the lowest group
- * holding such a start; the group's tags name its extents, and the lowest
- * matching start is the bin's lowest-address extent: ties go exactly to the
- * lower address, in a few word operations and at most one scan of a
- * group's tags (eight, or 64 in a crowded group).
- */
-static inline uint64_t *bin_bits(const struct xindex *x, uint32_t bin)
-{
-	return x->bin_bits + (size_t)bin * x->bin_stride;
-}
-
-/* is id, whose first page p carries a start flag, an extent of this bin
- * (and not one just taken out of it)? Flags are exact, and a treap extent
- * is longer than any bin, so the length and the in-bin mark tell */
-static inline bool in_bin(const struct xindex *x, uint32_t id, uint32_t p, uint32_t bin)
-{
-	const struct fext *e = &x->node[id];
-
-	(void)p;
-	return e->len == bin && e->parent != XI_NIL;
-}
-
-/* does group g hold the start of an extent of bin other than skip? */
-static bool group_has_other(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip)
-{
-	const struct xgroup *gr = &x->grp[g];
-	uint32_t base = (uint32_t)(g << 6);
-
-	if (gr->blk) {
-		for (uint64_t m = gr->starts; m; m &= m - 1) {
-			uint32_t p = base + (uint32_t)__builtin_ctzll(m);
-			uint32_t id = x->ovf[gr->blk - 1][p & 63];
-
-			if (id != skip && in_bin(x, id, p, bin))
-				return true;
-		}
-		return false;
-	}
-	for (uint64_t f = gr->keys & BYTES(XI_KEY_START); f; f &= f - 1) {
-		int i = __builtin_ctzll(f) >> 3;
-		uint32_t id = gr->id[i];
-
-		if (id != skip && in_bin(x, id, base, bin))
-			return true;
-	}
-	return false;
-}
-
-/* the lowest start in group g of an extent of bin, skipping node skip;
- * *more: another one starts there too */
-static uint32_t group_lowest(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip,
-			     bool *more)
-{
-	const struct xgroup *gr = &x->grp[g];
-	uint32_t best = XI_NIL, bestp = UINT32_MAX, base = (uint32_t)(g << 6), n = 0;
-
-	if (gr->blk) {
-		for (uint64_t m = gr->starts; m; m &= m - 1) {
-			uint32_t p = base + (uint32_t)__builtin_ctzll(m);
-			uint32_t id = x->ovf[gr->blk - 1][p & 63];
-
-			if (id != skip && in_bin(x, id, p, bin) && !n++)
-				best = id;
-		}
-	} else {
-		for (uint64_t f = gr->keys & BYTES(XI_KEY_START); f; f &= f - 1) {
-			int i = __builtin_ctzll(f) >> 3;
-			uint32_t id = gr->id[i], p = base + ((gr->keys >> (8 * i)) & 0x7f) - 1;
-
-			if (id != skip && in_bin(x, id, p, bin)) {
-				n++;
-				if (p < bestp) {
-					bestp = p;
-					best = id;
-				}
-			}
-		}
-	}
-	if (more)
-		*more = n > 1;
-	return best;
-}
-
-static void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
-{
-	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
-		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)], was = *w;
-
-		*w = was | 1ull << (i & 63);
-		if (was)
-			return;		/* the levels above know already */
-	}
-}
-
-static void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i)
-{
-	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
-		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)];
-
-		*w &= ~(1ull << (i & 63));
-		if (*w)
-			return;
-	}
-}
-
-/* clear leaf bit i, the lowest set one, and return the new lowest (or
- * XI_NIL): i's word at each level held no lower bit, so the first level
- * whose word stays non-zero holds the next one, found down its lowest bits
- * without starting again from the top */
-static uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits, uint64_t i)
-{
-	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6) {
-		uint64_t *w = &bits[x->bin_off[l] + (i >> 6)];
-
-		*w &= ~(1ull << (i & 63));
-		if (*w) {
-			i = (i & ~63ull) + (uint64_t)__builtin_ctzll(*w);
-			while (l-- > 0)
-				i = (i << 6) + (uint64_t)__builtin_ctzll(bits[x->bin_off[l] + i]);
-			return (uint32_t)i;
-		}
-	}
-	return XI_NIL;
-}
-
-static void bin_insert(struct xindex *x, uint32_t id)
-{
-	struct fext *e = &x->node[id];
-	uint32_t bin = e->len;
-
-	x->hint_id = XI_NIL;
-	e->prio = 0;
-	e->parent = 0;		/* in a bin */
-	bits_set(x, bin_bits(x, bin), e->start >> 6);
-	if (e->start >> 6 < x->bin_low[bin])	/* XI_NIL when empty */
-		x->bin_low[bin] = e->start >> 6;
-	x->bin_mask[bin >> 6] |= 1ull << (bin & 63);
-	x->bin_words |= 1ull << (bin >> 6);
-	x->bin_count[bin]++;
-}
-
-static void bin_remove(struct xindex *x, uint32_t id)
-{
-	struct fext *e = &x->node[id];
-	uint32_t bin = e->len;
-
-	bool more = x->hint_more;
-
-	/* the pick just found it, and whether its group holds another */
-	if (id != x->hint_id)
-		more = group_has_other(x, e->start >> 6, bin, id);
-	x->hint_id = XI_NIL;
-	if (!more) {
-		uint32_t g = e->start >> 6;
-
-		if (g == x->bin_low[bin])
-			x->bin_low[bin] = bits_clear_lowest(x, bin_bits(x, bin), g);
-		else
-			bits_clear(x, bin_bits(x, bin), g);
-	}
-	e->parent = XI_NIL;
-	if (!--x->bin_count[bin] && !(x->bin_mask[bin >> 6] &= ~(1ull << (bin & 63))))
-		x->bin_words &= ~(1ull << (bin >> 6));
-}
-
-/* smallest non-empty bin >= n, or 0: two words, never a scan */
-static uint32_t bin_first_from(const struct xindex *x, uint32_t n)
-{
-	uint32_t w = n >> 6;
-	uint64_t m, words;
-
-	if (n > x->nexact)
-		return 0;
-	m = x->bin_mask[w] & (~0ull << (n & 63));
-	if (!m) {
-		words = w + 1 < 64 ? x->bin_words & (~0ull << (w + 1)) : 0;
-		if (!words)
-			return 0;
-		w = (uint32_t)__builtin_ctzll(words);
-		m = x->bin_mask[w];
-	}
-	return (w << 6) + (uint32_t)__builtin_ctzll(m);
-}
-
-/* largest non-empty bin < n (n <= nexact + 1), or 0 */
-static uint32_t bin_last_below(const struct xindex *x, uint32_t n)
-{
-	uint32_t w;
-	uint64_t m, words;
-
-	if (n == 0)
-		return 0;
-	n--;
-	w = n >> 6;
-	m = x->bin_mask[w] & ((n & 63) == 63 ? ~0ull : (2ull << (n & 63)) - 1);
-	if (!m) {
-		words = x->bin_words & ((1ull << w) - 1);
-		if (!words)
-			return 0;
-		w = 63 - (uint32_t)__builtin_clzll(words);
-		m = x->bin_mask[w];
-	}
-	return (w << 6) + 63 - (uint32_t)__builtin_clzll(m);
-}
-
-/* the lowest-address extent of a non-empty bin */
-static inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
-{
-	struct xindex *w = (struct xindex *)x;	/* the hint is a cache */
-
-	/* the leaf word the take clears: its miss overlaps the group's */
-	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
-	w->hint_id = group_lowest(x, x->bin_low[bin], bin, XI_NIL, &w->hint_more);
-	return w->hint_id;
 }
 
 /* ---- index: bins + treap ----------------------------------------------- */
@@ -645,13 +137,11 @@ static void refresh_largest(struct xindex *x)
 						 : bin_last_below(x, x->nexact + 1));
 }
 
-static void idx_insert(struct xindex *x, uint32_t id)
+static void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
-	uint32_t len = x->node[id].len;
-
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
-		bin_insert(x, id);
+		bin_insert(x, id, start, len);
 	else
 		tree_insert(x, id);
 	x->free_extents++;
@@ -659,13 +149,11 @@ static void idx_insert(struct xindex *x, uint32_t id)
 		HKV_STORE(&x->largest, len);
 }
 
-static void idx_remove(struct xindex *x, uint32_t id)
+static void idx_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
-	uint32_t len = x->node[id].len;
-
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
-		bin_remove(x, id);
+		bin_remove(x, id, start, len);
 	else
 		tree_remove(x, id);
 	x->free_extents--;
@@ -674,13 +162,18 @@ static void idx_remove(struct xindex *x, uint32_t id)
 }
 
 /* best fit for n pages: smallest extent >= n, lowest address; or XI_NIL */
-static uint32_t find_fit(const struct xindex *x, uint64_t n)
+static __always_inline uint32_t find_fit_inline(const struct xindex *x, uint64_t n)
 {
 	uint32_t bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nexact + 1));
 
-	if (bin)
+	if (likely(bin))
 		return bin_pick(x, bin);
 	return tree_lower_bound(x, n);
+}
+
+static uint32_t find_fit(const struct xindex *x, uint64_t n)
+{
+	return find_fit_inline(x, n);
 }
 
 /* the largest free extent (ties: lowest address), or XI_NIL */
@@ -731,7 +224,8 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 		if (n <= 64)
 			break;
 	}
-	x->root = x->tree_max = x->free_node = x->hint_id = x->plan_id = XI_NIL;
+	x->root = x->tree_max = x->free_node = x->hint.id = x->plan_id = XI_NIL;
+	x->runs_exact = !barrier || (barrier % 64 == 0 && base % 64 == 0);
 	x->seed = 0x9e3779b9u ^ (uint32_t)base;
 	x->grp = meta_alloc(words * sizeof(struct xgroup));
 	x->allocated = x->grp ? &x->grp[0].alloc : NULL;
@@ -762,7 +256,7 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 			return -ENOMEM;
 		}
 		set_tags(x, id);
-		idx_insert(x, id);
+		idx_insert(x, id, p, end - p);
 		p = end;
 	}
 	x->free_pages = npages;
@@ -843,27 +337,81 @@ static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 	return true;
 }
 
-static void carve(struct xindex *x, uint32_t id, uint64_t n, struct hkv_extent *out)
+/* id's figures: the hint's for the last bin pick (read from its group
+ * line, so its node is only written), else its node's */
+static inline struct xpick pick_of(const struct xindex *x, uint32_t id)
 {
-	struct fext *e = &x->node[id];
-	uint32_t start = e->start;
+	if (id == x->hint.id)
+		return x->hint;
+	return (struct xpick){ .id = id, .start = x->node[id].start, .len = x->node[id].len };
+}
 
-	if (e->len > n && shrink_in_place(x, id, n))
+static void carve(struct xindex *x, struct xpick pk, uint64_t n, struct hkv_extent *out)
+{
+	uint32_t id = pk.id, start = pk.start, len = pk.len;
+
+	if (len > n && len > x->nexact && shrink_in_place(x, id, n))
 		goto mark;
-	idx_remove(x, id);
-	if (e->len > n) {
+	idx_remove(x, id, start, len);
+	if (len > n) {
 		tag_move(x, start, start + (uint32_t)n, id);
-		e->start += (uint32_t)n;
-		e->len -= (uint32_t)n;
-		idx_insert(x, id);
+		x->node[id].start = start + (uint32_t)n;
+		x->node[id].len = len - (uint32_t)n;
+		idx_insert(x, id, start + (uint32_t)n, len - (uint32_t)n);
 	} else {
-		tags_clear(x, start, e->len);
+		tags_clear(x, start, len);
 		node_put(x, id);
 	}
 mark:
 	xi_set_range(x->allocated, start, n, true);
 	out->start = x->base + start;
 	out->len = n;
+}
+
+/*
+ * n pages from the front of the hint's extent (a bin pick), all from the
+ * figures the pick read in its group line: the node is written, never read
+ * (a bin node's prio and parent are 0 already).
+ */
+static __always_inline void take_binned(struct xindex *x, uint32_t n, struct hkv_extent *out)
+{
+	uint32_t id = x->hint.id, start = x->hint.start, len = x->hint.len;
+
+	x->plan_id = XI_NIL;
+	bin_del(x, start, len, x->hint.more);
+	if (len == n) {
+		tags_clear(x, start, len);
+		node_put(x, id);
+		x->free_extents--;
+	} else {
+		tag_move(x, start, start + n, id);
+		x->node[id].start = start + n;
+		x->node[id].len = len - n;
+		bin_add(x, start + n, len - n);
+	}
+	if (len == x->largest)
+		refresh_largest(x);
+	xi_set_range(x->allocated, start, n, true);
+	out->start = x->base + start;
+	out->len = n;
+}
+
+/* xi_take() of a treap pick or of several extents */
+static __attribute__((noinline)) void take_carved(struct xindex *x, uint64_t n, long nplan,
+						  struct hkv_extent *ext)
+{
+	uint64_t total = n;
+	long i;
+
+	for (i = 0; i < nplan - 1; i++) {
+		struct xpick pk = pick_of(x, find_largest(x));
+
+		n -= pk.len;
+		carve(x, pk, pk.len, &ext[i]);
+	}
+	carve(x, pick_of(x, nplan == 1 && x->plan_id != XI_NIL && x->plan_n == n ? x->plan_id
+										: find_fit(x, n)), n, &ext[i]);
+	HKV_STORE(&x->free_pages, x->free_pages - total);
 }
 
 /**
@@ -875,29 +423,24 @@ mark:
  */
 void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 {
-	uint64_t total = n;
-	long i;
-
-	for (i = 0; i < nplan - 1; i++) {
-		uint32_t id = find_largest(x);
-
-		n -= x->node[id].len;
-		carve(x, id, x->node[id].len, &ext[i]);
+	/* the common call: xi_reserve_plan() picked one extent from a bin */
+	if (likely(nplan == 1 && x->plan_id == x->hint.id && x->plan_n == n &&
+		   x->plan_id != XI_NIL)) {
+		take_binned(x, (uint32_t)n, ext);
+		HKV_STORE(&x->free_pages, x->free_pages - n);
+		return;
 	}
-	carve(x, nplan == 1 && x->plan_id != XI_NIL && x->plan_n == n ? x->plan_id
-							     : find_fit(x, n), n, &ext[i]);
-	HKV_STORE(&x->free_pages, x->free_pages - total);
+	take_carved(x, n, nplan, ext);
 }
 
 /* would carving n pages from the front of id add a tag to a full group? */
-static bool carve_needs_block(const struct xindex *x, uint32_t id, uint64_t n)
+static bool carve_needs_block(const struct xindex *x, const struct xpick *pk, uint64_t n)
 {
-	const struct fext *e = &x->node[id];
-	uint64_t t = e->start + n;
+	uint64_t t = pk->start + n;
 
 	/* taken whole: tags only go; same group: the start's slot is reused;
 	 * one page left: its tag is there */
-	if (e->len == n || t >> 6 == e->start >> 6 || t == (uint64_t)e->start + e->len - 1)
+	if (pk->len == n || t >> 6 == pk->start >> 6 || t == (uint64_t)pk->start + pk->len - 1)
 		return false;
 	return group_full(&x->grp[t >> 6]);
 }
@@ -916,16 +459,16 @@ static bool carve_needs_block(const struct xindex *x, uint32_t id, uint64_t n)
  */
 int xi_reserve_plan(struct xindex *x, uint64_t n, long k)
 {
-	uint32_t id;
+	struct xpick pk;
 
 	if (k != 1)
 		return xi_reserve_take(x, k);
-	id = find_fit(x, n);
-	x->plan_id = id;
+	x->plan_id = find_fit_inline(x, n);
 	x->plan_n = n;
-	if (x->node[id].len - n - 1 < x->nexact)	/* the rest's leaf word */
-		__builtin_prefetch(&bin_bits(x, x->node[id].len - (uint32_t)n)[(x->node[id].start + n) >> 12], 1);
-	if (likely(x->ovf_nfree) || !carve_needs_block(x, id, n))
+	pk = pick_of(x, x->plan_id);
+	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
+	if (likely(x->ovf_nfree) || !carve_needs_block(x, &pk, n))
 		return 0;
 	return xi_reserve_grow(x, 1);
 }
@@ -938,7 +481,9 @@ int xi_reserve_plan(struct xindex *x, uint64_t n, long k)
  *
  * A free adds new tags only at its own first and last pages (a merge
  * rewrites the neighbour's): a block is needed only if their group lines
- * lack the free slots.
+ * lack the free slots, and their lines are not even read while two blocks
+ * are free (blocks come back when a crowded group empties, so under churn
+ * there nearly always are).
  *
  * Return: 0 or -ENOMEM.
  */
@@ -952,6 +497,8 @@ int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len)
 		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[s >> 12], 1);
 	if (unlikely(x->free_extents >= x->ncap) && xi_reserve_nodes(x, 1))
 		return -ENOMEM;
+	if (likely(x->ovf_nfree >= 2))	/* two new tags spill two lines at most */
+		return 0;
 	if (a == b)
 		need = group_nearly_full(a);
 	else
@@ -1019,69 +566,26 @@ uint64_t xi_fit_len(const struct xindex *x, uint64_t n)
 
 /* ---- free ---------------------------------------------------------------- */
 
-/**
- * xi_check_allocated() - may these pages be freed?
- * @x: the index
- * @start: absolute first page, inside the space
- * @len: pages, inside the space
- *
- * Return: 0, -EINVAL if a page is free, -EBUSY if a page is in a unit.
- */
-int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len)
-{
-	uint64_t from = start - x->base, end = from + len, w = from >> 6, last = (end - 1) >> 6;
-	uint64_t m = ~0ull << (from & 63), tail = ~0ull >> (63 - ((end - 1) & 63)), busy = 0;
-	const uint64_t *a = x->allocated;
 
-	/* one pass over both interleaved maps; -EINVAL wins over -EBUSY */
-	if (!len)
-		return 0;
-	for (; w <= last; w++, m = ~0ull) {
-		if (w == last)
-			m &= tail;
-		if ((a[8 * w] & m) != m)
-			return -EINVAL;
-		busy |= a[8 * w + 1] & m;
-	}
-	return busy ? -EBUSY : 0;
-}
 
-/**
- * xi_mark() - set or clear allocated bits of absolute pages
- * @x: the index
- * @start: absolute first page
- * @len: pages
- * @allocated: the new state
- */
-void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated)
+/* free [s, e) (bits cleared) next to a free left and/or right neighbour */
+static __attribute__((noinline)) void free_merge(struct xindex *x, uint32_t s, uint32_t e,
+						 bool left, bool right)
 {
-	xi_set_range(x->allocated, start - x->base, len, allocated);
-}
-
-/**
- * xi_free() - free allocated pages and coalesce with free neighbours
- * @x: the index; xi_reserve(x, 1) done since the last free
- * @start: absolute first page (checked by xi_check_allocated())
- * @len: pages; must not cross a barrier
- */
-void xi_free(struct xindex *x, uint64_t start, uint64_t len)
-{
-	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, s0 = s;
-	uint32_t id = XI_NIL, nb;
+	uint32_t e0 = e, id = XI_NIL, nb;
 	bool start_tagged = false, end_tagged = false;
 
-	xi_set_range(x->allocated, s, len, false);
-	if (s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1)) {
+	if (left) {
 		id = tag_get(x, s - 1);
-		idx_remove(x, id);
+		idx_remove(x, id, x->node[id].start, x->node[id].len);
 		if (x->node[id].start != s - 1)
 			tag_clear(x, s - 1);	/* no longer an end */
 		s = x->node[id].start;
 		start_tagged = true;	/* its start tag stays */
 	}
-	if (e < x->npages && !at_barrier(x, e) && xi_page_free(x, e)) {
+	if (right) {
 		nb = tag_get(x, e);
-		idx_remove(x, nb);
+		idx_remove(x, nb, e, x->node[nb].len);
 		if (x->node[nb].len != 1)
 			tag_clear(x, e);	/* no longer a start */
 		e = x->node[nb].start + x->node[nb].len;
@@ -1092,20 +596,54 @@ void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 			node_put(x, nb);
 		}
 	}
-	if (id == XI_NIL)
-		id = node_get(x);
 	x->node[id].start = s;
 	x->node[id].len = e - s;
 	/* only tags that change are written; pages just freed carry none */
 	if (!start_tagged)
 		tag_add(x, s, id, true);
 	if (e - s > 1 && !end_tagged) {
-		if (e == s0 + len)
+		if (e == e0)
 			tag_add(x, e - 1, id, false);	/* no right neighbour */
 		else
 			tag_set(x, e - 1, id, false);
 	}
-	idx_insert(x, id);
+	idx_insert(x, id, s, e - s);
+}
+
+/**
+ * xi_free() - free allocated pages and coalesce with free neighbours
+ * @x: the index; xi_reserve(x, 1) done since the last free
+ * @start: absolute first page (checked by xi_check_allocated())
+ * @len: pages; must not cross a barrier
+ */
+void xi_free(struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
+	/* the neighbours' pages, outside [s, e): their bits are as before */
+	bool left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
+	bool right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+
+	if (unlikely(left || right)) {
+		/* first: the bin tests read run lengths from these bits */
+		xi_set_range(x->allocated, s, len, false);
+		free_merge(x, s, e, left, right);
+	} else {	/* most frees: a new extent, its pages carry no tags */
+		id = node_get(x);
+		x->node[id].start = s;
+		x->node[id].len = (uint32_t)len;
+		tags_add(x, s, e, id);
+		if (likely(len <= x->nexact)) {
+			x->plan_id = XI_NIL;
+			bin_insert(x, id, s, (uint32_t)len);
+			x->free_extents++;
+			if (len > x->largest)
+				HKV_STORE(&x->largest, len);
+		} else {
+			idx_insert(x, id, s, (uint32_t)len);
+		}
+		/* last: a long range's call leaves nothing to reload */
+		xi_set_range(x->allocated, s, len, false);
+	}
 	HKV_STORE(&x->free_pages, x->free_pages + len);
 }
 

@@ -12,7 +12,8 @@
  *   plan.c          the arena's layout: segments per node (hkv_pool_plan())
  *   arena.c         the memory: map, bind, prefault.c, arena_verify.c
  *   meta.c          large bookkeeping arrays
- *   extent.c        free-extent index of one lane (extent_tree.c, extent_check.c)
+ *   extent.c        free-extent index of one lane (extent.h: extent_group.c,
+ *                   extent_bins.c, extent_tree.c; extent_check.c)
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
  *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
@@ -245,7 +246,7 @@ void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
 void *meta_alloc(size_t bytes);		/* zeroed */
 void meta_free(void *p, size_t bytes);
 
-/* ---- extent.c: free-extent index of one lane ----------------------------
+/* ---- extent.c: free-extent index of one lane (its own header: extent.h) -
  *
  * Free extents of a page space [base, base + npages). Exact size bins for
  * small extents (each with a bitmap of the groups its extents start in,
@@ -296,6 +297,13 @@ struct xgroup {
 	uint32_t pad;
 } __attribute__((aligned(64)));
 
+/* a free extent found for a take: node, first page and length, as the pick
+ * read them (a bin pick from the group line, without the node) */
+struct xpick {
+	uint32_t id, start, len;
+	bool more;		/* a bin pick: its group holds another of the bin */
+};
+
 struct xindex {
 	uint64_t base;		/* absolute page of space page 0 */
 	uint32_t npages;
@@ -311,8 +319,8 @@ struct xindex {
 	uint64_t *bin_bits;	/* per bin: groups where its extents start */
 	uint32_t bin_stride, bin_levels;	/* words per bin, levels */
 	uint32_t bin_off[XI_LEVELS];	/* word offset of each level (leaf first) */
-	uint32_t hint_id;	/* last bin pick; hint_more: its group holds another */
-	bool hint_more;
+	struct xpick hint;	/* last bin pick (id XI_NIL: none since a bin changed) */
+	bool runs_exact;	/* no barrier inside a group line (run = extent) */
 	uint32_t plan_id;	/* xi_reserve_plan()'s fit for plan_n pages */
 	uint64_t plan_n;
 	uint64_t *bin_mask;	/* bitmap of non-empty bins */
@@ -382,9 +390,10 @@ void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated);
 bool xi_test_range_slow(const uint64_t *bits, uint64_t from, uint64_t len, bool all_set);
 void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set);
 
+/* bits [from, from + len) of from's word; 1 <= len <= 64 - (from & 63) */
 static inline uint64_t xi_word_bits(uint64_t from, uint64_t len)
 {
-	return (len == 64 ? ~0ull : (1ull << len) - 1) << (from & 63);
+	return ~0ull >> (64 - len) << (from & 63);
 }
 
 /* the allocated/in_unit check of the common free, inline */

@@ -485,6 +485,107 @@ static void test_bin_lowest_levels(void **state)
 	xi_fini(&x);
 }
 
+/*
+ * Churn near 95 % occupancy on the index alone, against a byte per page:
+ * every one-extent answer is the lowest-address best fit among the free
+ * runs (split at barriers), for barrier layouts where a free run inside a
+ * group line is its extent (none, group-aligned) and where it need not be
+ * (a barrier inside a line, an unaligned base).
+ */
+static uint64_t churn_rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* the lowest-address best fit for n pages in the model, or UINT64_MAX */
+static uint64_t model_fit(const uint8_t *used, uint64_t base, uint64_t npages,
+			  uint64_t barrier, uint64_t n)
+{
+	uint64_t best = UINT64_MAX, best_len = UINT64_MAX;
+
+	for (uint64_t p = 0; p < npages;) {
+		uint64_t s = p;
+
+		if (used[p]) {
+			p++;
+			continue;
+		}
+		do
+			p++;
+		while (p < npages && !used[p] && !(barrier && (base + p) % barrier == 0));
+		if (p - s >= n && p - s < best_len) {
+			best = s;
+			best_len = p - s;
+		}
+	}
+	return best;
+}
+
+static void churn_one(uint64_t base, uint64_t npages, uint64_t barrier, uint64_t seed)
+{
+	struct { uint64_t start, len; } *live = calloc(npages, sizeof(*live));
+	uint8_t *used = calloc(npages, 1);
+	uint64_t nlive = 0, nused = 0, rng = seed;
+	struct hkv_extent e[64];
+	struct xindex x;
+
+	assert_non_null(live);
+	assert_non_null(used);
+	assert_int_equal(xi_init(&x, base, npages, barrier), 0);
+	for (int op = 0; op < 6000; op++) {
+		bool alloc = nused < npages * 95 / 100 && (churn_rnd(&rng) % 2 || !nlive);
+		uint64_t n = churn_rnd(&rng) % 8 ? 1 + churn_rnd(&rng) % 12 : 1 + churn_rnd(&rng) % 300;
+
+		if (alloc) {
+			uint64_t want = model_fit(used, base, npages, barrier, n);
+			long k = xi_plan(&x, n, false);
+
+			if (k <= 0 || k > 64)
+				continue;
+			assert_int_equal(xi_reserve_plan(&x, n, k), 0);
+			xi_take(&x, n, k, e);
+			if (k == 1)
+				assert_int_equal(e[0].start - base, want);
+			for (long i = 0; i < k; i++) {
+				for (uint64_t p = e[i].start - base; p < e[i].start - base + e[i].len; p++) {
+					assert_int_equal(used[p], 0);
+					used[p] = 1;
+				}
+				live[nlive].start = e[i].start;
+				live[nlive++].len = e[i].len;
+				nused += e[i].len;
+			}
+		} else if (nlive) {
+			uint64_t i = churn_rnd(&rng) % nlive;
+
+			put(&x, live[i].start, live[i].len);
+			memset(used + live[i].start - base, 0, live[i].len);
+			nused -= live[i].len;
+			live[i] = live[--nlive];
+		}
+		if (op % 97 == 0)
+			assert_int_equal(xi_check(&x), 0);
+	}
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+	free(live);
+	free(used);
+}
+
+static void test_churn_barriers(void **state)
+{
+	(void)state;
+	churn_one(0, 6000, 0, 1);		/* no barrier */
+	churn_one(37, 6000, 0, 2);		/* unaligned base, no barrier */
+	churn_one(0, 6000, 128, 3);		/* barriers on group lines */
+	churn_one(37, 6000, 128, 4);		/* ... not on this space's lines */
+	churn_one(0, 6000, 100, 5);		/* barriers inside lines */
+	churn_one(5, 6001, 24, 6);		/* several per line */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_bit_ranges),
 		cmocka_unit_test(test_long_ranges),
 		cmocka_unit_test(test_bin_lowest_levels),
+		cmocka_unit_test(test_churn_barriers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * extent.h - the free-extent index's own header, for lib/extent*.c only:
+ * the steps of the hot paths (the pick, the one-extent take, the plain
+ * free), static inline so that those calls in extent.c run without a call
+ * inside, and the out-of-line steps the files share.
+ *
+ *   extent_group.c  group lines: page bitmaps, tags, overflow blocks
+ *   extent_bins.c   exact bins: group bitmaps, in-bin tests, lowest group
+ *   extent_tree.c   the treap of long extents
+ *   extent.c        the index: nodes, bins + treap, alloc, free, reports
+ */
+#ifndef HKV_EXTENT_H
+#define HKV_EXTENT_H
+
+#include "internal.h"
+
+/* __always_inline: glibc's sys/cdefs.h */
+#ifndef __always_inline
+#define __always_inline	inline __attribute__((always_inline))
+#endif
+
+/* ---- extent_group.c: tags, the node ids of first and last pages -------- */
+
+#define BYTES(v)	((v) * 0x0101010101010101ull)
+#define KEY_OFF		BYTES(0x7f)	/* key bytes without the start flag */
+
+/* tag page p with id (start: p is the first page of its extent) */
+void tag_set(struct xindex *x, uint32_t p, uint32_t id, bool start);
+/* drop page p's tag, if any */
+void tag_clear(struct xindex *x, uint32_t p);
+
+/* index of the lowest byte of w equal to v, or -1 (SWAR) */
+static inline int key_find(uint64_t w, uint64_t v)
+{
+	uint64_t t = w ^ BYTES(v), z = (t - BYTES(1)) & ~t & BYTES(0x80);
+
+	return z ? __builtin_ctzll(z) >> 3 : -1;
+}
+
+static inline uint64_t key_put(uint64_t w, int i, uint64_t v)
+{
+	return (w & ~(0xffull << (8 * i))) | (v << (8 * i));
+}
+
+/* 0x80 in exactly the bytes of w that are 0 (no SWAR borrow) */
+static inline uint64_t zero_bytes(uint64_t w)
+{
+	return ~(((w & BYTES(0x7f)) + BYTES(0x7f)) | w | BYTES(0x7f));
+}
+
+/* fewer than two free slots in a line-held group */
+static inline bool group_nearly_full(const struct xgroup *g)
+{
+	uint64_t z = zero_bytes(g->keys);
+
+	return !g->blk && !(z & (z - 1));
+}
+
+/* a new tag in g would spill it to an overflow block */
+static inline bool group_full(const struct xgroup *g)
+{
+	return !g->blk && key_find(g->keys, 0) < 0;
+}
+
+/* the tag of a tagged page */
+static inline uint32_t tag_get(const struct xindex *x, uint32_t p)
+{
+	const struct xgroup *g = &x->grp[p >> 6];
+
+	if (likely(!g->blk))
+		return g->id[key_find(g->keys & KEY_OFF, (p & 63) + 1)];
+	return x->ovf[g->blk - 1][p & 63];
+}
+
+/* tag page p, which carries no tag yet (a page just freed): no lookup */
+static __always_inline void tag_add(struct xindex *x, uint32_t p, uint32_t id, bool start)
+{
+	struct xgroup *g = &x->grp[p >> 6];
+	int i;
+
+	if (likely(!g->blk) && likely((i = key_find(g->keys, 0)) >= 0)) {
+		g->keys = key_put(g->keys, i, (p & 63) + 1 + (start ? XI_KEY_START : 0));
+		g->id[i] = id;
+		return;
+	}
+	tag_set(x, p, id, start);
+}
+
+/* both tags of a new extent [s, e) whose pages carry none (a plain free):
+ * one line and no branch on the length when it has two free slots */
+static __always_inline void tags_add(struct xindex *x, uint32_t s, uint32_t e, uint32_t id)
+{
+	struct xgroup *g = &x->grp[s >> 6];
+	uint64_t z = zero_bytes(g->keys);
+
+	if (likely(s >> 6 == (e - 1) >> 6 && !g->blk && (z & (z - 1)))) {
+		unsigned i = (unsigned)__builtin_ctzll(z) >> 3;
+		unsigned j = (unsigned)__builtin_ctzll(z & (z - 1)) >> 3;
+		uint64_t first = (s & 63) + 1 + XI_KEY_START;
+		/* a one-page extent has no end key: its slot stays empty */
+		uint64_t end = (((e - 1) & 63) + 1) & -(uint64_t)(e - s > 1);
+
+		g->keys |= first << (8 * i) | end << (8 * j);
+		g->id[i] = id;
+		g->id[j] = id;
+		return;
+	}
+	tag_add(x, s, id, true);
+	if (e - s > 1)
+		tag_add(x, e - 1, id, false);
+}
+
+/* the tags of a whole extent taken out: one line when both are in it */
+static __always_inline void tags_clear(struct xindex *x, uint32_t start, uint32_t len)
+{
+	struct xgroup *g = &x->grp[start >> 6];
+	uint32_t last = start + len - 1;
+
+	if (likely(start >> 6 == last >> 6 && !g->blk)) {
+		/* both keys in one pass; a one-page extent has no key without
+		 * the start flag, so the second match is empty, with no branch
+		 * on len */
+		uint64_t k = g->keys;
+		uint64_t z = zero_bytes(k ^ BYTES((start & 63) + 1 + XI_KEY_START)) |
+			     zero_bytes(k ^ BYTES((last & 63) + 1));
+
+		g->keys = k & ~((z >> 7) * 0xff);
+		return;
+	}
+	tag_clear(x, start);
+	if (len > 1)
+		tag_clear(x, last);
+}
+
+/* the first page of id moves from p to q (carving): one key rewritten when
+ * both are in one line-held group */
+static __always_inline void tag_move(struct xindex *x, uint32_t p, uint32_t q, uint32_t id)
+{
+	struct xgroup *g = &x->grp[p >> 6];
+	int i, j;
+
+	if (likely(p >> 6 == q >> 6 && !g->blk)) {
+		i = key_find(g->keys & KEY_OFF, (p & 63) + 1);
+		j = key_find(g->keys & KEY_OFF, (q & 63) + 1);
+		if (j >= 0)		/* q ends the extent: its slot stays */
+			g->keys = key_put(g->keys, i, 0);
+		else
+			j = i;
+		g->keys = key_put(g->keys, j, (q & 63) + 1 + XI_KEY_START);
+		g->id[j] = id;
+		return;
+	}
+	tag_clear(x, p);
+	tag_set(x, q, id, true);
+}
+
+static inline void set_tags(struct xindex *x, uint32_t id)
+{
+	const struct fext *e = &x->node[id];
+
+	tag_set(x, e->start, id, true);
+	if (e->len > 1)
+		tag_set(x, e->start + e->len - 1, id, false);
+}
+
+/* ---- extent_bins.c: exact bins ----------------------------------------- */
+
+/* does group g hold the start of an extent of bin other than skip? */
+bool group_has_other(const struct xindex *x, uint64_t g, uint32_t bin, uint32_t skip);
+/* group_lowest() of a crowded group: its tags in the overflow block */
+void group_lowest_crowded(const struct xindex *x, uint64_t g, uint32_t bin, struct xpick *pick);
+/* clear leaf bit i and the summaries that empty */
+void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i);
+/* clear bit i of level from (the lowest set one) and the summaries that
+ * empty; the new lowest leaf bit, or XI_NIL */
+uint32_t bits_clear_lowest_up(const struct xindex *x, uint64_t *bits, uint64_t i, unsigned from);
+/* take free extent id, [start, +len), out of its bin (the node is written) */
+void bin_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len);
+/* largest non-empty bin < n (n <= nexact + 1), or 0 */
+uint32_t bin_last_below(const struct xindex *x, uint32_t n);
+
+/*
+ * Each exact bin has a bitmap of the groups (64 pages) where one of its
+ * extents starts, with a summary bitmap over its words, and so on up to one
+ * word (XI_LEVELS at most). The lowest set leaf bit is the lowest group
+ * holding such a start; the group's tags name its extents, and the lowest
+ * matching start is the bin's lowest-address extent: ties go exactly to the
+ * lower address, in a few word operations and at most one scan of a
+ * group's tags (eight, or 64 in a crowded group).
+ */
+static inline uint64_t *bin_bits(const struct xindex *x, uint32_t bin)
+{
+	return x->bin_bits + (size_t)bin * x->bin_stride;
+}
+
+/* is id, whose first page carries a start flag, an extent of this bin (and
+ * not one just taken out of it)? Flags are exact, and a treap extent is
+ * longer than any bin, so the length and the in-bin mark tell */
+static inline bool in_bin(const struct xindex *x, uint32_t id, uint32_t bin)
+{
+	const struct fext *e = &x->node[id];
+
+	return e->len == bin && e->parent != XI_NIL;
+}
+
+/*
+ * Is the extent starting at offset o of line gr one of this bin? Free runs
+ * are maximal, so where the run of free pages from o ends inside the line
+ * (and no barrier falls inside a line) its length is the extent's, read
+ * from the allocated word without touching the node. Only an extent that
+ * reaches the line's end needs its node. A run that ends inside the line
+ * and belongs to an extent just taken out of its bin is longer than the
+ * extent was (a merging free clears its pages before it takes its
+ * neighbours out), so it never matches.
+ */
+static inline bool starts_bin(const struct xindex *x, const struct xgroup *gr, unsigned o,
+			      uint32_t id, uint32_t bin)
+{
+	uint64_t w = gr->alloc >> o;
+
+	if (likely(w) && likely(x->runs_exact))
+		return (uint32_t)__builtin_ctzll(w) == bin;
+	return in_bin(x, id, bin);
+}
+
+/* the lowest start in group g of an extent of bin into *pick (node id and
+ * first page, from the line); pick->more: another one starts there too */
+static __always_inline void group_lowest(const struct xindex *x, uint64_t g, uint32_t bin,
+					 struct xpick *pick)
+{
+	const struct xgroup *gr = &x->grp[g];
+	uint64_t keys = gr->keys;
+	uint32_t best = XI_NIL, besto = 64, n = 0;
+
+	if (unlikely(gr->blk)) {
+		group_lowest_crowded(x, g, bin, pick);
+		return;
+	}
+	for (uint64_t f = keys & BYTES(XI_KEY_START); f; f &= f - 1) {
+		int i = __builtin_ctzll(f) >> 3;
+		unsigned o = ((keys >> (8 * i)) & 0x7f) - 1;
+		uint32_t id = gr->id[i];
+
+		if (starts_bin(x, gr, o, id, bin)) {
+			n++;
+			if (o < besto) {
+				besto = o;
+				best = id;
+			}
+		}
+	}
+	pick->id = best;
+	pick->start = (uint32_t)(g << 6) + besto;
+	pick->len = bin;
+	pick->more = n > 1;
+}
+
+/* set leaf bit i and its summaries: every level, since a summary bit that
+ * is set already stays so (a fixed loop, no branch on the words) */
+static __always_inline void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
+{
+	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6)
+		bits[x->bin_off[l] + (i >> 6)] |= 1ull << (i & 63);
+}
+
+/*
+ * The same for the two lowest levels without a branch on the leaf word
+ * (whether the lowest group's leaf word holds another is data, not a
+ * pattern): the level-1 bit is cleared only if the leaf word emptied, and
+ * since i's leaf word was the lowest non-zero one, the lowest bit of the
+ * level-1 word names it while it stays non-zero, so one reload (forwarded
+ * from the store just made) gives the new lowest either way. Only an
+ * emptied level-1 word climbs further.
+ */
+static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64_t *bits,
+						  uint64_t i)
+{
+	uint64_t *w0 = &bits[i >> 6], *w1, v0, v1, j;
+
+	if (unlikely(x->bin_levels < 2))
+		return bits_clear_lowest_up(x, bits, i, 0);
+	v0 = *w0 & ~(1ull << (i & 63));
+	*w0 = v0;
+	w1 = &bits[x->bin_off[1] + (i >> 12)];
+	v1 = *w1 & ~((uint64_t)!v0 << ((i >> 6) & 63));
+	*w1 = v1;
+	if (unlikely(!v1))
+		return x->bin_levels > 2 ? bits_clear_lowest_up(x, bits, i >> 12, 2) : XI_NIL;
+	j = (i >> 12 << 6) + (uint64_t)__builtin_ctzll(v1);
+	return (uint32_t)((j << 6) + (uint64_t)__builtin_ctzll(bits[j]));
+}
+
+/* file [start, +len) in its bin: bitmap, lowest group, masks, count (the
+ * node is marked by the caller) */
+static __always_inline void bin_add(struct xindex *x, uint32_t start, uint32_t len)
+{
+	x->hint.id = XI_NIL;
+	bits_set(x, bin_bits(x, len), start >> 6);
+	x->bin_low[len] = HKV_MIN(x->bin_low[len], start >> 6);	/* XI_NIL when empty */
+	x->bin_mask[len >> 6] |= 1ull << (len & 63);
+	x->bin_words |= 1ull << (len >> 6);
+	x->bin_count[len]++;
+}
+
+/* file free extent id, [start, +len), in its bin */
+static __always_inline void bin_insert(struct xindex *x, uint32_t id, uint32_t start,
+				       uint32_t len)
+{
+	struct fext *e = &x->node[id];
+
+	e->prio = 0;
+	e->parent = 0;		/* in a bin */
+	bin_add(x, start, len);
+}
+
+/* the pick's extent leaves its bin; its group holds another of the bin iff
+ * more (the node is not touched) */
+static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t len, bool more)
+{
+	uint32_t g = start >> 6;
+
+	x->hint.id = XI_NIL;
+	if (!more) {
+		if (g == x->bin_low[len])
+			x->bin_low[len] = bits_clear_lowest(x, bin_bits(x, len), g);
+		else
+			bits_clear(x, bin_bits(x, len), g);
+	}
+	if (!--x->bin_count[len] && !(x->bin_mask[len >> 6] &= ~(1ull << (len & 63))))
+		x->bin_words &= ~(1ull << (len >> 6));
+}
+
+/* smallest non-empty bin >= n, or 0: two words, never a scan */
+static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t n)
+{
+	uint32_t w = n >> 6;
+	uint64_t m, words;
+
+	if (n > x->nexact)
+		return 0;
+	m = x->bin_mask[w] & (~0ull << (n & 63));
+	if (!m) {
+		words = w + 1 < 64 ? x->bin_words & (~0ull << (w + 1)) : 0;
+		if (!words)
+			return 0;
+		w = (uint32_t)__builtin_ctzll(words);
+		m = x->bin_mask[w];
+	}
+	return (w << 6) + (uint32_t)__builtin_ctzll(m);
+}
+
+/* the lowest-address extent of a non-empty bin, kept as the hint */
+static __always_inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
+{
+	struct xindex *w = (struct xindex *)x;	/* the hint is a cache */
+
+	/* the leaf word the take clears: its miss overlaps the group's */
+	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
+	group_lowest(x, x->bin_low[bin], bin, &w->hint);
+	return w->hint.id;
+}
+
+#endif /* HKV_EXTENT_H */
