@@ -511,6 +511,8 @@ struct lane {
 	int lock;		/* LANE_UNLOCKED, _LOCKED, _SLEEPERS (lane_lock()) */
 	uint64_t first, npages;	/* absolute pages of the lane */
 	uint64_t gen;		/* mutation generation (free_slots cache) */
+	/* frag probe rate limit */
+	uint64_t frag_ops, frag_largest, frag_extents;
 	/* a line of their own: a waiting caller writes slot and posted, and
 	 * reads owner on every call, without taking the holder's lines */
 	struct lane_call *posted __attribute__((aligned(64)));	/* lane_call()s waiting */
@@ -518,8 +520,6 @@ struct lane {
 	struct lane_slot slot;
 	struct xindex xi __attribute__((aligned(64)));
 	struct lane_counters c;
-	/* frag probe rate limit */
-	uint64_t frag_ops, frag_largest, frag_extents;
 } __attribute__((aligned(64)));
 
 /*
