@@ -49,7 +49,7 @@ void lane_wake(struct lane *l)
  * each here), not at every one: each look pulls the result's line back
  * from the holder, whose next write to it then waits for the line to
  * return. Looking at every pause, two threads on one lane got 0.71x one
- * thread's throughput and a handoff 0.52x; every 32, 0.85x and 0.59x
+ * thread's throughput and a handoff 0.52x; every 48, 0.86x and 0.55x
  * (hkv-bench lanes, notes/issue-14.md; longer gaps favour the first and
  * cost the second).
  * A caller that is not the owner waits LANE_GRACE pauses for the owner to
@@ -58,7 +58,7 @@ void lane_wake(struct lane *l)
  * after LANE_SPIN_MAX it sleeps on the lock: a holder that is descheduled
  * must not keep it spinning.
  */
-#define LANE_POLL	32
+#define LANE_POLL	48
 #define LANE_GRACE	384
 #define LANE_SPIN_MAX	4096
 
