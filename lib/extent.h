@@ -293,9 +293,20 @@ static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64
 	w1 = &bits[x->bin_off[1] + (i >> 12)];
 	v1 = *w1 & ~((uint64_t)!v0 << ((i >> 6) & 63));
 	*w1 = v1;
-	if (unlikely(!v1))
-		return x->bin_levels > 2 ? bits_clear_lowest_up(x, bits, i >> 12, 2) : XI_NIL;
-	j = (i >> 12 << 6) + (uint64_t)__builtin_ctzll(v1);
+	j = i >> 12;		/* the level-1 word */
+	if (unlikely(!v1)) {
+		/* up to 16 M pages there are three levels, the top one word:
+		 * its lowest bit names the next level-1 word */
+		if (x->bin_levels != 3)
+			return x->bin_levels > 2 ? bits_clear_lowest_up(x, bits, j, 2) : XI_NIL;
+		v1 = bits[x->bin_off[2]] & ~(1ull << j);
+		bits[x->bin_off[2]] = v1;
+		if (!v1)
+			return XI_NIL;
+		j = (uint64_t)__builtin_ctzll(v1);
+		v1 = bits[x->bin_off[1] + j];
+	}
+	j = (j << 6) + (uint64_t)__builtin_ctzll(v1);
 	return (uint32_t)((j << 6) + (uint64_t)__builtin_ctzll(bits[j]));
 }
 
