@@ -199,7 +199,7 @@ static uint32_t find_largest(const struct xindex *x)
 
 	if (x->root != XI_NIL)	/* the lowest of the longest */
 		return tree_lower_bound(x, x->node[x->tree_max].len);
-	bin = bin_last_below(x, x->nlong + 1);
+	bin = (uint32_t)x->largest;	/* with the treap empty, the largest bin */
 	return bin ? any_pick(x, bin) : XI_NIL;
 }
 
