@@ -6,8 +6,11 @@
  * bitmap (with summary levels) of the 64-page groups where its extents
  * start, so its lowest-address extent is found in a few word operations:
  * ties go to the lower address, which keeps a large free run alive at the
- * high end under churn. Longer extents sit in a treap keyed by
- * (len, start): best fit is a lower bound, the largest is its maximum.
+ * high end under churn. Lengths up to nlong = 4 * nexact have long bins: a
+ * treap of the length's extents by start, its lowest kept, and a bit in the
+ * same non-empty-bin masks (12 bytes a bin, no group bitmap: long extents
+ * are few). Longer extents sit in one treap keyed by (len, start): best fit
+ * is a lower bound, the largest is its maximum.
  * Boundary tags (the node id at the first and last page of every free
  * extent) plus one allocated bit per page make coalescing O(1). Per 64-page
  * group, the allocated and in_unit words, a word marking the tagged pages
@@ -16,16 +19,17 @@
  * it already holds. Crowded groups (more than XI_GSLOTS tagged pages) keep
  * their tags in an overflow block.
  *
- * Cost: best fit O(1) in bins, O(log E) in the treap; an answer of k
+ * Cost: best fit O(1) in exact and long bins, O(log E) in the treap (a
+ * long bin's insert and removal O(log E) in its own treap); an answer of k
  * extents O(k log E); free O(1) + O(log E) when a large extent is involved.
  * Nothing here walks all pages or all free extents except xi_usable() (bins
  * plus large extents, for stats), xi_free_ids() and xi_check().
  * Metadata: 1 byte per page (64-byte group lines) plus 256 bytes per crowded
  * group, 32 bytes per free extent, and per exact bin one bit per group (one
  * bin per XI_PAGES_PER_BIN pages, XI_MAX_EXACT at most: under 0.6 bytes per
- * page in all) plus its count and its lowest group (8 bytes). The lowest
- * group is kept so that a pick goes straight to its group line, with no
- * bitmap level on the way: it changes only when that group loses its last
+ * page in all) plus its count and its lowest group (8 bytes), 12 bytes per
+ * long bin. The lowest group is kept so that a pick goes straight to its
+ * group line, with no bitmap level on the way: it changes only when that group loses its last
  * extent of the bin (the next one is found from the leaf word just cleared)
  * or a lower one arrives. A pick reads its extent's first page from the tag
  * and its length from the allocated word of the same line (free runs are
@@ -134,7 +138,7 @@ static __always_inline void node_put(struct xindex *x, uint32_t id)
 static void refresh_largest(struct xindex *x)
 {
 	HKV_STORE(&x->largest, x->root != XI_NIL ? x->node[x->tree_max].len
-						 : bin_last_below(x, x->nexact + 1));
+						 : bin_last_below(x, x->nlong + 1));
 }
 
 static void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
@@ -142,6 +146,8 @@ static void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t l
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
 		bin_insert(x, id, start, len);
+	else if (len <= x->nlong)
+		long_insert(x, id);
 	else
 		tree_insert(x, id);
 	x->free_extents++;
@@ -154,6 +160,8 @@ static void idx_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t l
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
 		bin_remove(x, id, start, len);
+	else if (len <= x->nlong)
+		long_remove(x, id);
 	else
 		tree_remove(x, id);
 	x->free_extents--;
@@ -161,13 +169,21 @@ static void idx_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t l
 		refresh_largest(x);
 }
 
+/* the lowest-address extent of non-empty bin (exact or long) */
+static __always_inline uint32_t any_pick(const struct xindex *x, uint32_t bin)
+{
+	if (likely(bin <= x->nexact))
+		return bin_pick(x, bin);
+	return x->long_bin[2 * (bin - x->nexact - 1) + 1];
+}
+
 /* best fit for n pages: smallest extent >= n, lowest address; or XI_NIL */
 static __always_inline uint32_t find_fit_inline(const struct xindex *x, uint64_t n)
 {
-	uint32_t bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nexact + 1));
+	uint32_t bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nlong + 1));
 
 	if (likely(bin))
-		return bin_pick(x, bin);
+		return any_pick(x, bin);
 	return tree_lower_bound(x, n);
 }
 
@@ -183,8 +199,8 @@ static uint32_t find_largest(const struct xindex *x)
 
 	if (x->root != XI_NIL)	/* the lowest of the longest */
 		return tree_lower_bound(x, x->node[x->tree_max].len);
-	bin = bin_last_below(x, x->nexact + 1);
-	return bin ? bin_pick(x, bin) : XI_NIL;
+	bin = (uint32_t)x->largest;	/* with the treap empty, the largest bin */
+	return bin ? any_pick(x, bin) : XI_NIL;
 }
 
 /* ---- init ---------------------------------------------------------------- */
@@ -216,7 +232,9 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->barrier = (uint32_t)barrier;
 	/* bins cost ~270 bytes each: keep them under ~2.7 bytes per page */
 	x->nexact = (uint32_t)HKV_MAX(1, HKV_MIN(npages / XI_PAGES_PER_BIN, XI_MAX_EXACT));
-	x->nbinwords = (x->nexact + 1 + 63) / 64;
+	/* long bins: 12 bytes each, no group bitmap */
+	x->nlong = (uint32_t)HKV_MAX(x->nexact, HKV_MIN(4ull * x->nexact, npages));
+	x->nbinwords = (x->nlong + 1 + 63) / 64;
 	for (uint64_t n = words, off = 0; ; n = (n + 63) / 64) {	/* group bitmaps */
 		x->bin_off[x->bin_levels++] = (uint32_t)off;
 		off += (n + 63) / 64;
@@ -231,9 +249,13 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->allocated = x->grp ? &x->grp[0].alloc : NULL;
 	x->in_unit = x->grp ? &x->grp[0].in_unit : NULL;
 	x->bin_bits = meta_alloc((size_t)(x->nexact + 1) * x->bin_stride * 8);
-	x->bin_count = calloc(2 * ((size_t)x->nexact + 1), sizeof(uint32_t));
-	x->bin_low = x->bin_count ? x->bin_count + x->nexact + 1 : NULL;
-	for (uint32_t b = 0; x->bin_low && b <= x->nexact; b++)
+	/* counts of every bin, then the exact bins' lowest groups, then the
+	 * long bins' (root, lowest) pairs */
+	x->bin_count = calloc((size_t)x->nlong + 1 + x->nexact + 1 + 2 * (x->nlong - x->nexact),
+			      sizeof(uint32_t));
+	x->bin_low = x->bin_count ? x->bin_count + x->nlong + 1 : NULL;
+	x->long_bin = x->bin_low ? x->bin_low + x->nexact + 1 : NULL;
+	for (uint32_t b = 0; x->bin_low && b < x->nexact + 1 + 2 * (x->nlong - x->nexact); b++)
 		x->bin_low[b] = XI_NIL;
 	x->bin_mask = calloc(x->nbinwords, 8);
 	nseg = barrier ? (base + npages - 1) / barrier - base / barrier + 1 : 1;
@@ -301,7 +323,7 @@ long xi_plan_multi(const struct xindex *x, uint64_t n)
 		if (sum >= n)
 			return k;
 	}
-	for (bin = bin_last_below(x, x->nexact + 1); bin; bin = bin_last_below(x, bin)) {
+	for (bin = bin_last_below(x, x->nlong + 1); bin; bin = bin_last_below(x, bin)) {
 		uint64_t all = (uint64_t)x->bin_count[bin] * bin;
 
 		if (sum + all >= n)
@@ -323,7 +345,7 @@ static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 	struct fext *e = &x->node[id];
 	uint32_t len = e->len - (uint32_t)n, start = e->start + (uint32_t)n, p;
 
-	if (!e->prio || len <= x->nexact)
+	if (e->len <= x->nlong || len <= x->nlong)	/* not in the treap, or leaving it */
 		return false;
 	p = tree_prev(x, id);
 	if (p != XI_NIL && (x->node[p].len > len ||
@@ -350,7 +372,7 @@ static void carve(struct xindex *x, struct xpick pk, uint64_t n, struct hkv_exte
 {
 	uint32_t id = pk.id, start = pk.start, len = pk.len;
 
-	if (len > n && len > x->nexact && shrink_in_place(x, id, n))
+	if (len > n && len > x->nlong && shrink_in_place(x, id, n))
 		goto mark;
 	idx_remove(x, id, start, len);
 	if (len > n) {
@@ -516,7 +538,7 @@ int xi_reserve_free(struct xindex *x, uint64_t start, uint64_t len)
 bool xi_cursor_first(const struct xindex *x, struct xi_cursor *c)
 {
 	c->id = x->tree_max;
-	c->bin = x->nexact + 1;
+	c->bin = x->nlong + 1;
 	if (c->id != XI_NIL) {
 		c->len = x->node[c->id].len;
 		c->count = 1;
@@ -662,7 +684,7 @@ uint64_t xi_usable(const struct xindex *x, uint64_t r)
 	uint64_t sum = 0;
 	uint32_t bin, id;
 
-	for (bin = bin_first_from(x, (uint32_t)HKV_MIN(r, (uint64_t)x->nexact + 1)); bin;
+	for (bin = bin_first_from(x, (uint32_t)HKV_MIN(r, (uint64_t)x->nlong + 1)); bin;
 	     bin = bin_first_from(x, bin + 1))
 		sum += (uint64_t)x->bin_count[bin] * (bin / r * r);
 	for (id = x->tree_max; id != XI_NIL; id = tree_prev(x, id))
@@ -706,5 +728,6 @@ size_t xi_metadata_bytes(const struct xindex *x)
 
 	return words * sizeof(struct xgroup) + (size_t)x->ovf_cap * sizeof(*x->ovf) +
 	       (size_t)x->ncap * sizeof(struct fext) +
-	       (size_t)(x->nexact + 1) * (x->bin_stride * 8 + 8) + x->nbinwords * 8;
+	       (size_t)(x->nexact + 1) * (x->bin_stride * 8 + 8) +
+	       (size_t)(x->nlong - x->nexact) * 12 + x->nbinwords * 8;
 }

@@ -7,7 +7,7 @@
  *
  *   extent_group.c  group lines: page bitmaps, tags, overflow blocks
  *   extent_bins.c   exact bins: group bitmaps, in-bin tests, lowest group
- *   extent_tree.c   the treap of long extents
+ *   extent_tree.c   the long bins and the treap of the longest extents
  *   extent.c        the index: nodes, bins + treap, alloc, free, reports
  */
 #ifndef HKV_EXTENT_H
@@ -164,6 +164,14 @@ static inline void set_tags(struct xindex *x, uint32_t id)
 		tag_set(x, e->start + e->len - 1, id, false);
 }
 
+/* ---- extent_tree.c: long bins (the treap proper is in internal.h) ------ */
+
+/* file free extent id (start, len set; nexact < len <= nlong) in its long
+ * bin, a treap of that length's extents by start with its lowest kept */
+void long_insert(struct xindex *x, uint32_t id);
+/* take it out; its successor becomes the lowest if it was */
+void long_remove(struct xindex *x, uint32_t id);
+
 /* ---- extent_bins.c: exact bins ----------------------------------------- */
 
 /* does group g hold the start of an extent of bin other than skip? */
@@ -177,7 +185,7 @@ void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i);
 uint32_t bits_clear_lowest_up(const struct xindex *x, uint64_t *bits, uint64_t i, unsigned from);
 /* take free extent id, [start, +len), out of its bin (the node is written) */
 void bin_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len);
-/* largest non-empty bin < n (n <= nexact + 1), or 0 */
+/* largest non-empty bin, exact or long, < n (n <= nlong + 1), or 0 */
 uint32_t bin_last_below(const struct xindex *x, uint32_t n);
 
 /*
@@ -285,9 +293,20 @@ static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64
 	w1 = &bits[x->bin_off[1] + (i >> 12)];
 	v1 = *w1 & ~((uint64_t)!v0 << ((i >> 6) & 63));
 	*w1 = v1;
-	if (unlikely(!v1))
-		return x->bin_levels > 2 ? bits_clear_lowest_up(x, bits, i >> 12, 2) : XI_NIL;
-	j = (i >> 12 << 6) + (uint64_t)__builtin_ctzll(v1);
+	j = i >> 12;		/* the level-1 word */
+	if (unlikely(!v1)) {
+		/* up to 16 M pages there are three levels, the top one word:
+		 * its lowest bit names the next level-1 word */
+		if (x->bin_levels != 3)
+			return x->bin_levels > 2 ? bits_clear_lowest_up(x, bits, j, 2) : XI_NIL;
+		v1 = bits[x->bin_off[2]] & ~(1ull << j);
+		bits[x->bin_off[2]] = v1;
+		if (!v1)
+			return XI_NIL;
+		j = (uint64_t)__builtin_ctzll(v1);
+		v1 = bits[x->bin_off[1] + j];
+	}
+	j = (j << 6) + (uint64_t)__builtin_ctzll(v1);
 	return (uint32_t)((j << 6) + (uint64_t)__builtin_ctzll(bits[j]));
 }
 
@@ -331,13 +350,14 @@ static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t l
 		x->bin_words &= ~(1ull << (len >> 6));
 }
 
-/* smallest non-empty bin >= n, or 0: two words, never a scan */
+/* smallest non-empty bin (exact or long) >= n, or 0: two words, never a
+ * scan */
 static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t n)
 {
 	uint32_t w = n >> 6;
 	uint64_t m, words;
 
-	if (n > x->nexact)
+	if (n > x->nlong)
 		return 0;
 	m = x->bin_mask[w] & (~0ull << (n & 63));
 	if (!m) {

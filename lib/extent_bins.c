@@ -98,7 +98,7 @@ void bin_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 	x->node[id].parent = XI_NIL;	/* its tags may stay a moment (a free) */
 }
 
-/* largest non-empty bin < n (n <= nexact + 1), or 0 */
+/* largest non-empty bin, exact or long, < n (n <= nlong + 1), or 0 */
 uint32_t bin_last_below(const struct xindex *x, uint32_t n)
 {
 	uint32_t w;

@@ -124,8 +124,10 @@ static int check_bins(const struct xindex *x, uint64_t *count)
 	return err;
 }
 
-/* heap order, BST order, parent links; returns nodes or -EUCLEAN */
-static long check_tree(const struct xindex *x, uint32_t id, uint32_t parent)
+/* heap order, BST order, parent links, lengths in (lo, hi]; returns nodes
+ * or -EUCLEAN */
+static long check_tree(const struct xindex *x, uint32_t id, uint32_t parent, uint32_t lo,
+		       uint32_t hi)
 {
 	const struct fext *e;
 	long l, r;
@@ -133,7 +135,7 @@ static long check_tree(const struct xindex *x, uint32_t id, uint32_t parent)
 	if (id == XI_NIL)
 		return 0;
 	e = &x->node[id];
-	CHECK(e->parent == parent && e->prio != 0 && e->len > x->nexact,
+	CHECK(e->parent == parent && e->prio != 0 && e->len > lo && e->len <= hi,
 	      "treap node %u: bad link or size", id);
 	CHECK(parent == XI_NIL || x->node[parent].prio >= e->prio, "treap heap order");
 	CHECK(xi_tag(x, e->start) == id, "treap node %u is not a free run", id);
@@ -143,11 +145,37 @@ static long check_tree(const struct xindex *x, uint32_t id, uint32_t parent)
 	if (e->next != XI_NIL)
 		CHECK(x->node[e->next].len > e->len || (x->node[e->next].len == e->len &&
 		      x->node[e->next].start > e->start), "treap order (right)");
-	l = check_tree(x, e->prev, id);
-	r = check_tree(x, e->next, id);
+	l = check_tree(x, e->prev, id, lo, hi);
+	r = check_tree(x, e->next, id, lo, hi);
 	if (l < 0 || r < 0)
 		return -EUCLEAN;
 	return l + r + 1;
+}
+
+/* each long bin: its treap holds extents of its length only, as many as
+ * counted, its lowest is the leftmost node, and the masks agree */
+static long check_long_bins(const struct xindex *x)
+{
+	long all = 0;
+
+	for (uint32_t len = x->nexact + 1; len <= x->nlong; len++) {
+		const uint32_t *b = &x->long_bin[2 * (len - x->nexact - 1)];
+		long n = check_tree(x, b[0], XI_NIL, len - 1, len);
+		uint32_t low = b[0];
+
+		if (n < 0)
+			return -EUCLEAN;
+		while (low != XI_NIL && x->node[low].prev != XI_NIL)
+			low = x->node[low].prev;
+		CHECK(low == b[1], "long bin %u: lowest %u, leftmost %u", len, b[1], low);
+		CHECK((uint64_t)n == x->bin_count[len] &&
+		      !!n == !!(x->bin_mask[len >> 6] & (1ull << (len & 63))) &&
+		      !!x->bin_mask[len >> 6] == !!(x->bin_words & (1ull << (len >> 6))),
+		      "long bin %u: %ld extents, counted %u, or its masks are wrong", len, n,
+		      x->bin_count[len]);
+		all += n;
+	}
+	return all;
 }
 
 /**
@@ -160,7 +188,7 @@ int xi_check(const struct xindex *x)
 {
 	uint64_t pages = 0, runs = 0, largest = 0, binned = 0;
 	uint32_t max;
-	long treed;
+	long treed, longs;
 
 	uint64_t ngroups = ((uint64_t)x->npages + 63) / 64, spilled = 0;
 	uint64_t *bound = calloc(2 * ngroups, sizeof(*bound)), *starts = bound + ngroups;
@@ -189,15 +217,16 @@ int xi_check(const struct xindex *x)
 		return -EUCLEAN;
 	CHECK(spilled + x->ovf_nfree == x->ovf_cap, "overflow blocks: %llu used, %u free of %u",
 	      (unsigned long long)spilled, x->ovf_nfree, x->ovf_cap);
-	treed = check_tree(x, x->root, XI_NIL);
-	if (treed < 0)
+	treed = check_tree(x, x->root, XI_NIL, x->nlong, UINT32_MAX);
+	longs = check_long_bins(x);
+	if (treed < 0 || longs < 0)
 		return -EUCLEAN;
 	CHECK(pages == x->free_pages, "free pages %llu, counted %llu",
 	      (unsigned long long)x->free_pages, (unsigned long long)pages);
-	CHECK(runs == x->free_extents && binned + (uint64_t)treed == runs,
+	CHECK(runs == x->free_extents && binned + (uint64_t)(longs + treed) == runs,
 	      "free extents %llu, runs %llu, indexed %llu",
 	      (unsigned long long)x->free_extents, (unsigned long long)runs,
-	      (unsigned long long)(binned + (uint64_t)treed));
+	      (unsigned long long)(binned + (uint64_t)(longs + treed)));
 	CHECK((uint64_t)treed == x->tree_count, "treap count");
 	CHECK(largest == x->largest, "largest %llu, found %llu",
 	      (unsigned long long)x->largest, (unsigned long long)largest);

@@ -323,12 +323,16 @@ struct xindex {
 	bool runs_exact;	/* no barrier inside a group line (run = extent) */
 	uint32_t plan_id;	/* xi_reserve_plan()'s fit for plan_n pages */
 	uint64_t plan_n;
-	uint64_t *bin_mask;	/* bitmap of non-empty bins */
+	uint64_t *bin_mask;	/* bitmap of non-empty bins (exact and long) */
 	uint64_t bin_words;	/* bitmap of non-zero bin_mask words (<= 17) */
-	uint32_t *bin_count;	/* extents per bin (UFI without a scan) */
+	uint32_t *bin_count;	/* extents per bin, exact and long (UFI without a scan) */
 	uint32_t *bin_low;	/* per bin: its lowest set group bit, XI_NIL if empty */
+	/* long bins, lengths nexact+1..nlong: per length a treap of its extents
+	 * by start and its lowest (root, lowest node id pairs) */
+	uint32_t *long_bin;
+	uint32_t nlong;
 	uint32_t nbinwords;
-	uint32_t root;		/* treap of extents longer than nexact */
+	uint32_t root;		/* treap of extents longer than nlong */
 	uint32_t tree_max;	/* largest node of the treap */
 	uint32_t seed;		/* treap priorities */
 	uint64_t free_pages;	/* written under the lane lock, read relaxed */

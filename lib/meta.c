@@ -3,9 +3,11 @@
  * meta.c - memory for the allocator's large per-page arrays (boundary tags,
  * page bitmaps). Free paths touch them at random pages of a space of
  * millions of pages; on 4 KiB pages nearly every such touch is a TLB miss
- * and a page walk, so arrays of 2 MiB and more go on 2 MiB-aligned anonymous
+ * and a page walk, so arrays of 1 MiB and more go on 2 MiB-aligned anonymous
  * memory with MADV_HUGEPAGE (best effort: with THP off they stay on 4 KiB
- * pages). It uses the real system calls of os.c, not the replaceable table:
+ * pages). From 1 MiB, not 2: the exact bins' group bitmaps of a 3.5 M-page
+ * space are 1.8 MiB, read at random on every take and free; one huge page
+ * for them costs at most 1 MiB more than they hold. It uses the real system calls of os.c, not the replaceable table:
  * this is the library's own bookkeeping, like malloc, not the pool's memory.
  */
 #include <sys/mman.h>
@@ -13,6 +15,7 @@
 #include "internal.h"
 
 #define META_HUGE	(2ull << 20)
+#define META_HUGE_MIN	(META_HUGE / 2)	/* smaller arrays stay on the heap */
 
 static size_t meta_len(size_t bytes)
 {
@@ -30,7 +33,7 @@ void *meta_alloc(size_t bytes)
 	size_t len = meta_len(bytes);
 	char *p, *a;
 
-	if (bytes < META_HUGE) {	/* cache-line aligned: group lines */
+	if (bytes < META_HUGE_MIN) {	/* cache-line aligned: group lines */
 		p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 		if (p)
 			memset(p, 0, bytes);
@@ -57,7 +60,7 @@ void meta_free(void *p, size_t bytes)
 {
 	if (!p)
 		return;
-	if (bytes < META_HUGE)
+	if (bytes < META_HUGE_MIN)
 		free(p);
 	else
 		os_default_ops.munmap(p, meta_len(bytes));

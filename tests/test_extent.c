@@ -174,6 +174,57 @@ static void test_barrier(void **state)
 	xi_fini(&x);
 }
 
+/*
+ * Lengths nexact+1..nlong live in long bins (a treap by start per length):
+ * best fit is the smallest such length, ties to the lower address, and the
+ * lowest moves to the next one when it is taken or merged away.
+ */
+static void test_long_bins(void **state)
+{
+	static const uint32_t len[8] = { 300, 300, 700, 300, 257, 1024, 300, 700 };
+	struct hkv_extent e[8], runs[8];
+	struct xindex x;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 200000, 0), 0);
+	assert_int_equal(x.nexact, 256);
+	assert_int_equal(x.nlong, 1024);
+	for (i = 0; i < 8; i++) {	/* separated runs */
+		assert_int_equal(take(&x, len[i], e), 1);
+		runs[i] = e[0];
+		assert_int_equal(take(&x, 1, e), 1);
+	}
+	assert_int_equal(take(&x, x.free_pages, e), 1);	/* the wilderness */
+	for (i = 8; i-- > 0;)		/* freed high to low: each new one the lowest */
+		put(&x, runs[i].start, runs[i].len);
+	assert_int_equal(x.tree_count, 0);
+	assert_int_equal(x.bin_count[300], 4);
+	assert_int_equal(x.largest, 1024);
+	assert_int_equal(take(&x, 258, e), 1);		/* best fit 300, the lowest */
+	assert_int_equal(e[0].start, runs[0].start);
+	assert_int_equal(xi_check(&x), 0);		/* rest of 42 in an exact bin */
+	assert_int_equal(take(&x, 300, e), 1);		/* next lowest 300: run 1 */
+	assert_int_equal(e[0].start, runs[1].start);
+	put(&x, runs[1].start, 300);			/* lowest again */
+	assert_int_equal(take(&x, 299, e), 1);
+	assert_int_equal(e[0].start, runs[1].start);
+	put(&x, runs[1].start, 299);			/* merges with its 1-page rest */
+	assert_int_equal(take(&x, 257, e), 1);		/* exact 257: run 4 */
+	assert_int_equal(e[0].start, runs[4].start);
+	assert_int_equal(take(&x, 1024, e), 1);	/* the largest, from a long bin */
+	assert_int_equal(e[0].start, runs[5].start);
+	assert_int_equal(x.largest, 700);
+	assert_int_equal(xi_plan(&x, 1500, false), 3);	/* 700 + 700 + a 300 */
+	assert_int_equal(take(&x, 1500, e), 3);
+	assert_int_equal(e[0].start, runs[2].start);
+	assert_int_equal(e[1].start, runs[7].start);
+	assert_int_equal(e[2].start, runs[1].start);
+	assert_int_equal(e[2].len, 100);
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
 /* long extents live in the treap: best fit and largest-first through it */
 static void test_treap(void **state)
 {
@@ -593,6 +644,7 @@ int main(void)
 		cmocka_unit_test(test_crowded_group),
 		cmocka_unit_test(test_ties_lower_address),
 		cmocka_unit_test(test_metadata_bound),
+		cmocka_unit_test(test_long_bins),
 		cmocka_unit_test(test_carve_front_and_coalesce),
 		cmocka_unit_test(test_best_fit),
 		cmocka_unit_test(test_fewest_extents),
