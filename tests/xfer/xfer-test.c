@@ -17,6 +17,7 @@
  * usage: xfer-test [CASE...]   (default: all)
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -665,6 +666,7 @@ static void case_destroy_inflight(void)
 
 	side_open(&s, 0, 0);
 	CHECK_EQ(hkv_alloc(s.pool, 64, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	fill(s.pool, &l, 1, 0x77);	/* a put that completes before the destroy is checked */
 	CHECK_EQ(hkv_unit_add(s.pool, unit, &l, 1), 0);
 	for (i = 0; i < 8; i++) {
 		struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = &l, .nlocal = 1, .remote = &r,
@@ -699,23 +701,34 @@ static void case_chunks_rma(void)
 	xflags = 0;
 }
 
+/*
+ * Cases that kill or stop a peer mid-transfer run with eager messages only
+ * (UCX_RNDV_THRESH=inf, read by both processes' ucp_init): UCX 1.13's tcp
+ * transport can abort the surviving process, an assertion in tcp_ep.c on
+ * UCT_TCP_EP_FLAG_PUT_TX_WAITING_ACK, when the peer dies while one of its
+ * rendezvous puts is in flight (about 1 run in 20 here). What these cases
+ * test is hugekv-xfer's handling of the dead peer, which is the same for
+ * either protocol; the rendezvous path is tested by the live cases and the
+ * two-process transfers.
+ */
 static const struct {
 	const char *name;
 	void (*fn)(void);
+	bool peer_dies;
 } cases[] = {
-	{ "basic", case_basic },
-	{ "chunks", case_chunks },
-	{ "basic-rma", case_basic_rma },
-	{ "chunks-rma", case_chunks_rma },
-	{ "refused", case_refused },
-	{ "connect-refused", case_refused_connect },
-	{ "create", case_create },
-	{ "target-stopped", case_target_stopped },
-	{ "target-killed", case_target_killed },
-	{ "initiator-killed", case_initiator_killed },
-	{ "target-killed-get", case_target_killed_get },
-	{ "initiator-killed-get", case_initiator_killed_get },
-	{ "destroy-inflight", case_destroy_inflight },
+	{ "basic", case_basic, false },
+	{ "chunks", case_chunks, false },
+	{ "basic-rma", case_basic_rma, false },
+	{ "chunks-rma", case_chunks_rma, false },
+	{ "refused", case_refused, false },
+	{ "connect-refused", case_refused_connect, false },
+	{ "create", case_create, false },
+	{ "target-stopped", case_target_stopped, true },
+	{ "target-killed", case_target_killed, true },
+	{ "initiator-killed", case_initiator_killed, true },
+	{ "target-killed-get", case_target_killed_get, true },
+	{ "initiator-killed-get", case_initiator_killed_get, true },
+	{ "destroy-inflight", case_destroy_inflight, true },
 };
 
 int main(int argc, char **argv)
@@ -733,7 +746,11 @@ int main(int argc, char **argv)
 			want |= !strcmp(argv[j], cases[i].name);
 		if (!want)
 			continue;
+		if (cases[i].peer_dies && !getenv("UCX_RNDV_THRESH"))
+			setenv("UCX_RNDV_THRESH", "inf", 1);
 		cases[i].fn();
+		if (cases[i].peer_dies && !strcmp(getenv("UCX_RNDV_THRESH") ?: "", "inf"))
+			unsetenv("UCX_RNDV_THRESH");
 		if (failures == before)
 			pass++, fprintf(stderr, "  ok   %s\n", cases[i].name);
 		else
