@@ -181,6 +181,15 @@ void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	p->x->st.peers++;
 }
 
+const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
+					   size_t len, unsigned kind)
+{
+	if (len == sizeof(struct xf_wire_result) && xf_wire_hdr_ok(buf, len, len, kind))
+		return buf;
+	xf_peer_fail(p, -EPROTO);
+	return NULL;
+}
+
 /**
  * xf_peer_fail() - the connection is broken: fail everything on it
  * @p: the peer

@@ -326,13 +326,11 @@ void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx)
  */
 void xf_on_done(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
-	const struct xf_wire_result *d = buf;
+	const struct xf_wire_result *d = xf_result_msg(p, buf, len, XF_AM_DONE);
 	struct xf_tx *tx;
 
-	if (!xf_wire_hdr_ok(buf, len, sizeof(*d), XF_AM_DONE) || len != sizeof(*d)) {
-		xf_peer_fail(p, -EPROTO);
+	if (!d)
 		return;
-	}
 	tx = xf_tx_find(p->x, d->id);
 	if (!tx || tx->peer != p || !tx->wait_done)
 		return;

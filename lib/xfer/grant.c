@@ -122,13 +122,11 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
  */
 void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
-	const struct xf_wire_result *rl = buf;
+	const struct xf_wire_result *rl = xf_result_msg(p, buf, len, XF_AM_RELEASE);
 	struct xf_grant *g;
 
-	if (!xf_wire_hdr_ok(buf, len, sizeof(*rl), XF_AM_RELEASE) || len != sizeof(*rl)) {
-		xf_peer_fail(p, -EPROTO);
+	if (!rl)
 		return;
-	}
 	for (g = p->grants; g; g = g->next)
 		if (g->id == rl->id && !g->released && !g->ended) {
 			g->released = true;

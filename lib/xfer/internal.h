@@ -254,6 +254,10 @@ bool xf_wire_hdr_ok(const void *buf, size_t len, size_t min, unsigned kind);
 
 struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep);
 void xf_peer_fail(struct hkv_xfer_peer *p, int err);
+/* a GRANT_REP, RELEASE or DONE of @kind from @p, or NULL: malformed (the
+ * peer is failed with -EPROTO) */
+const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
+					   size_t len, unsigned kind);
 void xf_conn_reqs_accept(struct hkv_xfer *x);
 void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_peers_reap(struct hkv_xfer *x);

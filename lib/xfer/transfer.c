@@ -200,13 +200,11 @@ HKV_API int hkv_xfer_get(struct hkv_xfer_peer *peer, const struct hkv_xfer_req *
  */
 void xf_on_grant_rep(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
-	const struct xf_wire_result *rep = buf;
+	const struct xf_wire_result *rep = xf_result_msg(p, buf, len, XF_AM_GRANT_REP);
 	struct xf_tx *tx;
 
-	if (!xf_wire_hdr_ok(buf, len, sizeof(*rep), XF_AM_GRANT_REP) || len != sizeof(*rep)) {
-		xf_peer_fail(p, -EPROTO);
+	if (!rep)
 		return;
-	}
 	tx = xf_tx_find(p->x, rep->id);
 	if (!tx || tx->peer != p || tx->state != XF_TX_GRANT)
 		return;			/* ended meanwhile (timeout) */
