@@ -208,6 +208,9 @@ struct hkv_region_stats {
  * @served_calls: allocations and frees that found their lane locked and were
  *	run by the thread holding it, for the caller (which waits for the
  *	result): a measure of contention on lanes
+ * @bias_revocations: times a lane that one thread had used alone (and so
+ *	ran its calls without atomic operations) was taken by another thread;
+ *	each costs a membarrier(2), a few microseconds
  */
 struct hkv_stats {
 	size_t sz;
@@ -246,6 +249,7 @@ struct hkv_stats {
 	unsigned nregions;
 	struct hkv_region_stats region[HKV_STATS_REGIONS];
 	uint64_t served_calls;
+	uint64_t bias_revocations;
 };
 
 /**

@@ -85,6 +85,8 @@ struct os_ops {
 	/* process-private futex: sleep while *addr == val; wake up to n */
 	int (*futex_wait)(int *addr, int val);		/* 0, -EAGAIN, -EINTR */
 	int (*futex_wake)(int *addr, int n);		/* threads woken */
+	/* membarrier(2) of this process's threads: MEMBARRIER_CMD_* */
+	int (*membarrier)(int cmd);			/* 0 or -errno */
 };
 extern const struct os_ops os_default_ops;
 extern const struct os_ops *os;		/* what the library calls */
@@ -114,6 +116,7 @@ struct hkv_env {
 	int prefault_threads;	/* HUGEKV_PREFAULT_THREADS, -1 = unset */
 	int strict;		/* HUGEKV_STRICT, -1 = unset */
 	int log_level;		/* HUGEKV_LOG, default HKV_LOG_WARN */
+	int lane_bias;		/* HUGEKV_LANE_BIAS, -1 = unset (on) */
 };
 const struct hkv_env *env_get(void);
 void env_reload(void);	/* tests only: parse the environment again */
@@ -513,10 +516,15 @@ struct lane_slot {
 
 struct lane {
 	int lock;		/* LANE_UNLOCKED, _LOCKED, _SLEEPERS (lane_lock()) */
+	int busy;		/* the owner runs a call without the lock (bias) */
 	uint64_t first, npages;	/* absolute pages of the lane */
 	uint64_t gen;		/* mutation generation (free_slots cache) */
 	/* frag probe rate limit */
-	uint64_t frag_ops, frag_largest, frag_extents;
+	uint64_t frag_largest, frag_extents;
+	uint32_t frag_ops;
+	int bias;		/* the owner runs its calls without the lock */
+	uint32_t quiet;		/* the owner's calls since another thread came */
+	uint32_t revocations;	/* lane_unbias() of another thread's bias */
 	/* a line of their own: a waiting caller writes slot and posted, and
 	 * reads owner on every call, without taking the holder's lines */
 	struct lane_call *posted __attribute__((aligned(64)));	/* lane_call()s waiting */
@@ -552,14 +560,29 @@ int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
 void lane_fini(struct lane *l);
 void lane_serve(struct lane *l, const struct lane_call *mine);
 int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c);
+void lane_serve_biased(struct lane *l);
+void lane_bias_on(const struct hkv_pool *pool, struct lane *l);
+void lane_unbias(struct lane *l);
+bool lane_bias_setup(void);
 
 /*
  * The lane lock: one compare-and-swap to take, one exchange to release; a
  * thread that cannot get it spins a little, then sleeps on a futex. A
  * pthread mutex costs about 120 instructions per lock and unlock for the
  * same two atomic operations, and nobody but lane.c waits on this lock.
+ *
+ * A lane used by one thread only is biased to it: once its owner has run
+ * LANE_BIAS_AFTER calls in a row with no other thread at the lane, it runs
+ * its calls without the lock word (lane_call()), announcing each in
+ * l->busy with a plain store. Both atomic operations drain the store
+ * buffer, so a call waited for the previous call's stores to cold lines;
+ * a biased call does not. Any other thread that takes the lock revokes the
+ * bias (lane_unbias()): membarrier(2) makes the owner's busy store visible
+ * or its next look at the lock see it held, then it waits for busy to
+ * clear. That costs microseconds, once per LANE_BIAS_AFTER calls at most.
  */
 enum { LANE_UNLOCKED, LANE_LOCKED, LANE_SLEEPERS };
+#define LANE_BIAS_AFTER	16384
 
 void lane_lock_wait(struct lane *l);
 void lane_wake(struct lane *l);
@@ -568,8 +591,12 @@ static inline bool lane_trylock(struct lane *l)
 {
 	int unlocked = LANE_UNLOCKED;
 
-	return __atomic_compare_exchange_n(&l->lock, &unlocked, LANE_LOCKED, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&l->lock, &unlocked, LANE_LOCKED, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;
+	if (unlikely(HKV_LOAD(&l->bias)))
+		lane_unbias(l);
+	return true;
 }
 
 static inline void lane_lock(struct lane *l)
@@ -612,12 +639,34 @@ static inline bool lane_owned(const struct lane *l)
 static inline int lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn,
 			    struct lane_call *c)
 {
-	c->pool = pool;
-	if (likely(lane_owned(l) && lane_trylock(l))) {
-		int ret = fn(pool, l, c);
+	int ret;
 
-		lane_unlock(l);
-		return ret;
+	c->pool = pool;
+	if (likely(lane_owned(l))) {
+		if (likely(HKV_LOAD(&l->bias))) {
+			/* announce, then look: the lock free (acquire: a
+			 * revoker's release is seen with all it wrote) and
+			 * the bias still this thread's */
+			HKV_STORE(&l->busy, 1);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* membarrier's side */
+			if (likely(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE) == LANE_UNLOCKED &&
+				   lane_owned(l) && HKV_LOAD(&l->bias))) {
+				ret = fn(pool, l, c);
+				__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
+				if (unlikely(HKV_LOAD(&l->slot.state) == LANE_SLOT_POSTED ||
+					     HKV_LOAD(&l->posted)))
+					lane_serve_biased(l);
+				return ret;
+			}
+			__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
+		}
+		if (likely(lane_trylock(l))) {
+			ret = fn(pool, l, c);
+			if (unlikely(++l->quiet == LANE_BIAS_AFTER))
+				lane_bias_on(pool, l);
+			lane_unlock(l);
+			return ret;
+		}
 	}
 	return lane_call_slow(pool, l, fn, c);
 }
@@ -656,6 +705,7 @@ struct hkv_pool {
 	char *base;			/* first byte of page 0, or NULL */
 	struct hkv_res *res;		/* residency (res.c) */
 	uint64_t fork_gen;		/* fork_gen when created (fork.c) */
+	bool lane_bias;			/* lanes may be biased (lane_bias_on()) */
 	/* free_slots cache (compat.c) */
 	pthread_mutex_t slots_lock;
 	uint64_t *slots, nslots, slots_gen;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * lane_call.c - the lane lock (a futex word) and lane_call()'s slow paths:
- * a call that finds its lane locked, or whose thread is not the lane's
- * owner, waits for the holder to run it (flat combining; struct lane_call
- * in internal.h says why).
+ * lane_call.c - the lane lock (a futex word), its bias to a lone owner,
+ * and lane_call()'s slow paths: a call that finds its lane locked, or whose
+ * thread is not the lane's owner, waits for the holder to run it (flat
+ * combining; struct lane_call in internal.h says why).
  */
+#include <linux/membarrier.h>
+
 #include "internal.h"
 
 /* spin-wait hint: lets the sibling hyperthread run, saves power */
@@ -36,6 +38,82 @@ void lane_lock_wait(struct lane *l)
 	}
 	while (__atomic_exchange_n(&l->lock, LANE_SLEEPERS, __ATOMIC_ACQUIRE) != LANE_UNLOCKED)
 		os->futex_wait(&l->lock, LANE_SLEEPERS);
+	if (HKV_LOAD(&l->bias))
+		lane_unbias(l);
+}
+
+/**
+ * lane_bias_setup() - can lanes of a new pool be biased?
+ *
+ * Registers the process for expedited private membarrier(2) (idempotent),
+ * which lane_unbias() needs; HUGEKV_LANE_BIAS=0 turns biasing off.
+ *
+ * Return: true when lanes may be biased.
+ */
+bool lane_bias_setup(void)
+{
+	int err;
+
+	if (!env_get()->lane_bias)
+		return false;
+	err = os->membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+	if (err)
+		hkv_log(HKV_LOG_DEBUG, "membarrier registration: %s: lanes stay unbiased",
+			hkv_strerror(err));
+	return !err;
+}
+
+/**
+ * lane_bias_on() - bias a lane to its owner
+ * @pool: the pool
+ * @l: the lane, locked by its owner, which ran LANE_BIAS_AFTER calls in a
+ *	row with no other thread at the lane
+ */
+void lane_bias_on(const struct hkv_pool *pool, struct lane *l)
+{
+	if (pool->lane_bias && !HKV_LOAD(&l->posted) &&
+	    HKV_LOAD(&l->slot.state) == LANE_SLOT_FREE)
+		HKV_STORE(&l->bias, 1);
+}
+
+/**
+ * lane_unbias() - revoke a lane's bias once its lock is taken
+ * @l: the lane, just locked by this thread
+ *
+ * The owner announces a call in l->busy and then reads the lock word; this
+ * thread wrote the lock word and then reads busy. Neither order holds on
+ * its own (a store may pass a later load), so membarrier(2) runs a full
+ * barrier on the owner's CPU: either its busy store is visible now, and
+ * this thread waits for the call to end, or its look at the lock comes
+ * after and finds it held. The owner itself revokes nothing: it runs no
+ * call while it holds the lock.
+ */
+void lane_unbias(struct lane *l)
+{
+	if (HKV_LOAD(&l->owner) == __builtin_thread_pointer())
+		return;
+	/* cannot fail: lane_bias_setup() registered the process, and without
+	 * that no lane is biased */
+	(void)os->membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+	while (__atomic_load_n(&l->busy, __ATOMIC_ACQUIRE))
+		cpu_relax();
+	HKV_STORE(&l->bias, 0);
+	l->quiet = 0;
+	l->revocations++;
+}
+
+/**
+ * lane_serve_biased() - a biased owner found calls waiting after its own
+ * @l: the lane, not locked
+ *
+ * Another thread is at the lane: the owner locks it (revoking nothing, the
+ * bias is its own), drops the bias, and runs the calls before it unlocks.
+ */
+void lane_serve_biased(struct lane *l)
+{
+	lane_lock(l);
+	HKV_STORE(&l->bias, 0);
+	lane_unlock(l);
 }
 
 /* lane_release() found a sleeper */
@@ -91,6 +169,7 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 {
 	struct lane_call *c;
 
+	l->quiet = 0;		/* another thread is at the lane */
 	if (__atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE) == LANE_SLOT_POSTED) {
 		slot_run(l->slot.pool, l);
 		l->c.served_calls++;
@@ -146,6 +225,7 @@ static int slot_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned g
 own:
 	/* under the lock the slot is still posted (run it here) or done */
 	HKV_STORE(&l->owner, __builtin_thread_pointer());
+	l->quiet = 0;
 	if (HKV_LOAD(&sl->state) == LANE_SLOT_POSTED)
 		ret = fn(c->pool, l, c);
 	else
@@ -197,7 +277,10 @@ int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lan
 	int free_slot = LANE_SLOT_FREE, ret;
 
 	if (!grace && lane_trylock(l)) {
-		HKV_STORE(&l->owner, me);
+		if (owner != me) {	/* the lane's first caller */
+			HKV_STORE(&l->owner, me);
+			l->quiet = 0;
+		}
 		ret = fn(pool, l, c);
 		lane_unlock(l);
 		return ret;

@@ -11,6 +11,7 @@
 #include <numa.h>
 #include <numaif.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -155,6 +156,11 @@ static int os_futex_wake(int *addr, int n)
 	return woken < 0 ? -errno : (int)woken;
 }
 
+static int os_membarrier(int cmd)
+{
+	return syscall(SYS_membarrier, cmd, 0, 0) < 0 ? -errno : 0;
+}
+
 const struct os_ops os_default_ops = {
 	.mmap = os_mmap,
 	.munmap = os_munmap,
@@ -175,6 +181,7 @@ const struct os_ops os_default_ops = {
 	.now_ns = os_now_ns,
 	.futex_wait = os_futex_wait,
 	.futex_wake = os_futex_wake,
+	.membarrier = os_membarrier,
 };
 
 const struct os_ops *os = &os_default_ops;

@@ -26,6 +26,7 @@ static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
 	st->pages_allocated += l->c.pages_allocated;
 	st->pages_freed += l->c.pages_freed;
 	st->served_calls += l->c.served_calls;
+	st->bias_revocations += l->revocations;
 	st->metadata_bytes += xi_metadata_bytes(x) + sizeof(*l);
 	for (j = 0; j < HKV_UFI_SIZES; j++)
 		usable[j] += xi_usable(x, ufi_sizes[j]);

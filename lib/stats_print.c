@@ -28,7 +28,7 @@ static const struct field fields[] = {
 	F(UINT, prefault_threads), F(UINT, flags), F(U64, arena_bytes),
 	F(U64, arena_round_up_bytes), F(U64, prefault_ns), F(DBL, prefault_gbps),
 	F(U64, misplaced_pages), F(UINT, fallbacks), F(U64, metadata_bytes),
-	F(UINT, nregions), F(U64, served_calls),
+	F(UINT, nregions), F(U64, served_calls), F(U64, bias_revocations),
 };
 
 static void print_value(FILE *f, const struct hkv_stats *st, const struct field *fd)

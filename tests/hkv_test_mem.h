@@ -44,7 +44,7 @@ bool tm_log_has(const struct tm_log *l, const char *needle);
 /* fault injection: one fault at a time */
 enum tm_op {
 	TM_MMAP, TM_MUNMAP, TM_MADVISE, TM_MBIND, TM_MOVE_PAGES, TM_OPEN, TM_READ,
-	TM_THREAD, TM_AFFINITY, TM_RLIMIT, TM_NODE_CPUS, TM_NOPS
+	TM_THREAD, TM_AFFINITY, TM_RLIMIT, TM_NODE_CPUS, TM_MEMBARRIER, TM_NOPS
 };
 
 struct tm_fault {
@@ -52,7 +52,8 @@ struct tm_fault {
 	unsigned nth;		/* fail the nth matching call (1-based); 0 = every one */
 	int err;		/* errno to fail with */
 	long arg;		/* mmap: flag bits that must be set; madvise: advice;
-				 * 0 = any (madvise: use -1 for any) */
+				 * membarrier: the command; 0 = any (madvise,
+				 * membarrier: use -1 for any) */
 	const char *path;	/* open/read: substring of the path; NULL = any */
 };
 

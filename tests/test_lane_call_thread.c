@@ -8,17 +8,25 @@
  * get the lock sleeps and is woken; a one-lane handoff
  * (one thread allocates, the other frees what it is handed) keeps every
  * page with one holder. The test thread holds a lane's lock itself to make
- * calls wait, so the posted path runs every time, not by chance. Run under
- * ThreadSanitizer by `make check`.
+ * calls wait, so the posted path runs every time, not by chance.
+ * A lane used by one thread only is biased to it (calls without the lock
+ * word): the bias comes after LANE_BIAS_AFTER calls, another thread's lock
+ * revokes it, waiting for a biased call in progress to end; an owner that
+ * finds the lock held waits; posted calls are still run; without
+ * membarrier(2) (injected) or with HUGEKV_LANE_BIAS=0 no lane is biased.
+ * Run under ThreadSanitizer by `make check`.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "hkv_test_mem.h"
 
 #define POSTERS	4
 
@@ -356,6 +364,430 @@ static void test_handoff(void **state)
 	hkv_pool_destroy(h.pool);
 }
 
+/* ---- the bias ------------------------------------------------------------ */
+
+static uint64_t revocations(struct hkv_pool *pool)
+{
+	struct hkv_stats st = { .sz = sizeof(st) };
+
+	assert_int_equal(hkv_stats(pool, &st), 0);
+	return st.bias_revocations;
+}
+
+static bool lane_biased(struct lane *l)
+{
+	return __atomic_load_n(&l->bias, __ATOMIC_ACQUIRE);
+}
+
+/* this thread's calls on lane 0 until it is biased (or could have been) */
+static void bias_lane(struct hkv_pool *pool)
+{
+	struct hkv_extent e;
+
+	for (unsigned i = 0; i < LANE_BIAS_AFTER; i++) {
+		assert_int_equal(hkv_alloc(pool, 1 + i % 7, 0, 0, &e, 1), 1);
+		assert_int_equal(hkv_free(pool, &e, 1), 0);
+	}
+}
+
+/* the kernel offers expedited private membarrier (else the bias is never
+ * taken; test_bias_needs_membarrier covers that path by injection) */
+static bool have_membarrier(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
+		print_message("no expedited private membarrier here: bias not tested live\n");
+		return false;
+	}
+	return true;
+}
+
+static void *stats_thread(void *arg)
+{
+	struct call *c = arg;
+
+	c->ret = (int)revocations(c->pool);
+	__atomic_store_n(&c->returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* one thread's calls bias the lane; its own stats keep it; another
+ * thread's lock revokes it once; the owner's answers stay a lone caller's */
+static void test_bias_taken_and_revoked(void **state)
+{
+	struct hkv_pool *pool = pool_new(1024);
+	struct lane *l = &pool->lanes[0];
+	struct call s = { .pool = pool };
+	struct hkv_extent e;
+
+	(void)state;
+	if (!have_membarrier()) {
+		hkv_pool_destroy(pool);
+		skip();
+	}
+	assert_true(pool->lane_bias);
+	bias_lane(pool);
+	assert_true(lane_biased(l));
+	assert_int_equal(hkv_alloc(pool, 5, 0, 0, &e, 1), 1);
+	assert_int_equal(e.start, 0);
+	assert_int_equal(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE), LANE_UNLOCKED);
+	assert_int_equal(__atomic_load_n(&l->busy, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(revocations(pool), 0);		/* the owner's own lock */
+	assert_true(lane_biased(l));
+	assert_int_equal(pthread_create(&s.tid, NULL, stats_thread, &s), 0);
+	pthread_join(s.tid, NULL);
+	assert_int_equal(s.ret, 1);
+	assert_false(lane_biased(l));
+	assert_true(lane_owned(l));			/* a lock is not a call */
+	assert_int_equal(hkv_free(pool, &e, 1), 0);
+	assert_int_equal(hkv_available(pool), 1024);
+	bias_lane(pool);				/* and again */
+	assert_true(lane_biased(l));
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+}
+
+struct inside {
+	struct hkv_pool *pool;
+	int entered, leave;
+	int revoked;		/* the revoker returned (with its stats) */
+	int early;		/* ... while the call was still inside */
+	uint64_t ret;
+};
+
+static int inside_fn(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
+{
+	struct inside *in = (struct inside *)c->ext;
+
+	(void)pool;
+	(void)l;
+	__atomic_store_n(&in->entered, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&in->leave, __ATOMIC_ACQUIRE))
+		usleep(100);
+	return 7;
+}
+
+/* once the call is inside: take the lane's lock (hkv_stats) */
+static void *revoker(void *arg)
+{
+	struct inside *in = arg;
+
+	while (!__atomic_load_n(&in->entered, __ATOMIC_ACQUIRE))
+		usleep(100);
+	in->ret = revocations(in->pool);
+	__atomic_store_n(&in->revoked, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* 20 ms after the call went inside, note whether the revoker got through,
+ * then let the call end */
+static void *releaser(void *arg)
+{
+	struct inside *in = arg;
+
+	while (!__atomic_load_n(&in->entered, __ATOMIC_ACQUIRE))
+		usleep(100);
+	usleep(20000);
+	in->early = __atomic_load_n(&in->revoked, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&in->leave, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* a thread that takes the lock while the owner is inside a biased call
+ * waits until the call has ended */
+static void test_bias_revoker_waits(void **state)
+{
+	struct hkv_pool *pool = pool_new(1024);
+	struct lane *l = &pool->lanes[0];
+	struct inside in = { .pool = pool };
+	struct lane_call c = { .ext = (struct hkv_extent *)&in };
+	pthread_t r, w;
+
+	(void)state;
+	if (!have_membarrier()) {
+		hkv_pool_destroy(pool);
+		skip();
+	}
+	bias_lane(pool);
+	assert_true(lane_biased(l));
+	assert_int_equal(pthread_create(&r, NULL, revoker, &in), 0);
+	assert_int_equal(pthread_create(&w, NULL, releaser, &in), 0);
+	assert_int_equal(lane_call(pool, l, inside_fn, &c), 7);
+	pthread_join(w, NULL);
+	pthread_join(r, NULL);
+	assert_int_equal(in.early, 0);
+	assert_int_equal(in.ret, 1);
+	assert_false(lane_biased(l));
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+}
+
+struct holder {
+	struct hkv_pool *pool;
+	int held, call_returned, seen_returned;
+};
+
+/* lock the lane (revoking its bias), hold it 20 ms, note whether the
+ * owner's call got through meanwhile, unlock (running the posted call) */
+static void *lock_holder(void *arg)
+{
+	struct holder *h = arg;
+	struct lane *l = &h->pool->lanes[0];
+
+	lane_lock(l);
+	__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
+	usleep(20000);
+	h->seen_returned = __atomic_load_n(&h->call_returned, __ATOMIC_ACQUIRE);
+	lane_unlock(l);
+	return NULL;
+}
+
+/* the other order: the lock is held (the bias revoked) when the owner
+ * calls; its call waits and is run by the holder's unlock */
+static void test_bias_owner_waits(void **state)
+{
+	struct hkv_pool *pool = pool_new(1024);
+	struct lane *l = &pool->lanes[0];
+	struct holder h = { .pool = pool };
+	struct hkv_extent e;
+	uint64_t before;
+	pthread_t t;
+
+	(void)state;
+	if (!have_membarrier()) {
+		hkv_pool_destroy(pool);
+		skip();
+	}
+	bias_lane(pool);
+	assert_true(lane_biased(l));
+	before = served(pool);
+	assert_int_equal(pthread_create(&t, NULL, lock_holder, &h), 0);
+	while (!__atomic_load_n(&h.held, __ATOMIC_ACQUIRE))
+		usleep(100);
+	assert_false(lane_biased(l));
+	assert_int_equal(hkv_alloc(pool, 9, 0, 0, &e, 1), 1);
+	__atomic_store_n(&h.call_returned, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	assert_int_equal(h.seen_returned, 0);
+	assert_int_equal(e.start, 0);
+	assert_int_equal(e.len, 9);
+	assert_int_equal(served(pool) - before, 1);
+	assert_int_equal(revocations(pool), 1);
+	assert_int_equal(hkv_free(pool, &e, 1), 0);
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+}
+
+/* a revoker held inside its membarrier(2): it has the lock word but has
+ * not yet cleared the bias */
+static int mb_entered, mb_leave;
+
+static int slow_membarrier(int cmd)
+{
+	if (cmd == MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+		__atomic_store_n(&mb_entered, 1, __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&mb_leave, __ATOMIC_ACQUIRE))
+			usleep(100);
+	}
+	return os_default_ops.membarrier(cmd);
+}
+
+static void *stats_only(void *arg)
+{
+	revocations(arg);
+	return NULL;
+}
+
+static void *mb_releaser(void *arg)
+{
+	struct holder *h = arg;
+
+	usleep(20000);
+	h->seen_returned = __atomic_load_n(&h->call_returned, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&mb_leave, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* the owner calls while a revoker holds the lock word but the bias is
+ * still set: the owner sees the lock held and waits for it */
+static void test_bias_revoke_window(void **state)
+{
+	static struct os_ops ops;
+	struct hkv_pool *pool = pool_new(1024);
+	struct holder h = { .pool = pool };
+	struct hkv_extent e;
+	pthread_t r, w;
+
+	(void)state;
+	if (!have_membarrier()) {
+		hkv_pool_destroy(pool);
+		skip();
+	}
+	bias_lane(pool);
+	assert_true(lane_biased(&pool->lanes[0]));
+	ops = os_default_ops;
+	ops.membarrier = slow_membarrier;
+	mb_entered = mb_leave = 0;
+	os_set_ops(&ops);
+	assert_int_equal(pthread_create(&r, NULL, stats_only, pool), 0);
+	while (!__atomic_load_n(&mb_entered, __ATOMIC_ACQUIRE))
+		usleep(100);
+	assert_true(lane_biased(&pool->lanes[0]));
+	assert_int_equal(pthread_create(&w, NULL, mb_releaser, &h), 0);
+	assert_int_equal(hkv_alloc(pool, 4, 0, 0, &e, 1), 1);
+	__atomic_store_n(&h.call_returned, 1, __ATOMIC_RELEASE);
+	pthread_join(w, NULL);
+	pthread_join(r, NULL);
+	os_set_ops(NULL);
+	assert_int_equal(h.seen_returned, 0);
+	assert_int_equal(e.start, 0);
+	assert_int_equal(revocations(pool), 1);
+	assert_int_equal(hkv_free(pool, &e, 1), 0);
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+}
+
+/* an owner churning on a biased lane (per-page holder words) while another
+ * thread, each time it sees the lane biased, takes the lock or calls on
+ * the lane: no page is handed out twice, every revocation is counted */
+#define BIAS_ROUNDS	8
+
+struct churn {
+	struct hkv_pool *pool;
+	uint32_t *holder;
+	int stop, errors;
+	unsigned rounds;
+};
+
+static void take(struct churn *ch, const struct hkv_extent *e, uint32_t from, uint32_t to)
+{
+	for (uint64_t p = e->start; p < e->start + e->len; p++) {
+		uint32_t expect = from;
+
+		if (!__atomic_compare_exchange_n(&ch->holder[p], &expect, to, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			__atomic_add_fetch(&ch->errors, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void *bias_owner(void *arg)
+{
+	struct churn *ch = arg;
+	struct hkv_extent live[32];
+	uint64_t s = 0x243f6a8885a308d3ull;
+	unsigned n = 0;
+
+	while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) {
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		if (n < 32 && (s & 1)) {
+			int k = hkv_alloc(ch->pool, 1 + s % 13, 0, HKV_ALLOC_CONTIG, &live[n], 1);
+
+			if (k == 1)
+				take(ch, &live[n++], 0, 1);
+			else if (k != -ENOMEM)
+				__atomic_add_fetch(&ch->errors, 1, __ATOMIC_RELAXED);
+		} else if (n) {
+			unsigned v = (unsigned)(s >> 8) % n;
+
+			take(ch, &live[v], 1, 0);
+			if (hkv_free(ch->pool, &live[v], 1))
+				__atomic_add_fetch(&ch->errors, 1, __ATOMIC_RELAXED);
+			live[v] = live[--n];
+		}
+	}
+	while (n--) {
+		take(ch, &live[n], 1, 0);
+		if (hkv_free(ch->pool, &live[n], 1))
+			__atomic_add_fetch(&ch->errors, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void *bias_visitor(void *arg)
+{
+	struct churn *ch = arg;
+	struct lane *l = &ch->pool->lanes[0];
+	struct hkv_extent e;
+
+	for (unsigned r = 0; r < BIAS_ROUNDS; r++) {
+		while (!lane_biased(l))
+			usleep(200);
+		if (r & 1) {		/* a call: posted, or run after the grace */
+			if (hkv_alloc(ch->pool, 2, 0, HKV_ALLOC_CONTIG, &e, 1) == 1) {
+				take(ch, &e, 0, 2);
+				take(ch, &e, 2, 0);
+				if (hkv_free(ch->pool, &e, 1))
+					__atomic_add_fetch(&ch->errors, 1, __ATOMIC_RELAXED);
+			}
+		} else {
+			revocations(ch->pool);	/* a lock: revokes */
+			ch->rounds++;
+		}
+	}
+	__atomic_store_n(&ch->stop, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_bias_churn(void **state)
+{
+	struct churn ch = { .pool = pool_new(512) };
+	pthread_t o, v;
+
+	(void)state;
+	if (!have_membarrier()) {
+		hkv_pool_destroy(ch.pool);
+		skip();
+	}
+	ch.holder = calloc(512, sizeof(*ch.holder));
+	assert_non_null(ch.holder);
+	assert_int_equal(pthread_create(&o, NULL, bias_owner, &ch), 0);
+	assert_int_equal(pthread_create(&v, NULL, bias_visitor, &ch), 0);
+	pthread_join(v, NULL);
+	pthread_join(o, NULL);
+	assert_int_equal(ch.errors, 0);
+	assert_int_equal(ch.rounds, BIAS_ROUNDS / 2);
+	assert_true(revocations(ch.pool) >= BIAS_ROUNDS / 2);
+	assert_int_equal(hkv_available(ch.pool), 512);
+	assert_int_equal(hkv_check(ch.pool), 0);
+	free(ch.holder);
+	hkv_pool_destroy(ch.pool);
+}
+
+/* no membarrier(2) registration (injected), or HUGEKV_LANE_BIAS=0: the
+ * lane is never biased, and its calls are answered as ever */
+static void test_bias_needs_membarrier(void **state)
+{
+	struct tm_fault f = { .op = TM_MEMBARRIER, .nth = 0, .err = EPERM,
+			      .arg = MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED };
+	struct hkv_pool *pool;
+	struct hkv_extent e;
+
+	(void)state;
+	tm_inject(&f);
+	pool = pool_new(1024);
+	assert_int_equal(tm_failed(), 1);
+	tm_reset();
+	assert_false(pool->lane_bias);
+	bias_lane(pool);
+	assert_false(lane_biased(&pool->lanes[0]));
+	assert_int_equal(hkv_alloc(pool, 3, 0, 0, &e, 1), 1);
+	assert_int_equal(e.start, 0);
+	assert_int_equal(hkv_free(pool, &e, 1), 0);
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+
+	setenv("HUGEKV_LANE_BIAS", "0", 1);
+	env_reload();
+	pool = pool_new(1024);
+	assert_false(pool->lane_bias);
+	bias_lane(pool);
+	assert_false(lane_biased(&pool->lanes[0]));
+	hkv_pool_destroy(pool);
+	unsetenv("HUGEKV_LANE_BIAS");
+	env_reload();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -366,6 +798,12 @@ int main(void)
 		cmocka_unit_test(test_owner_moves),
 		cmocka_unit_test(test_lock_sleeper),
 		cmocka_unit_test(test_handoff),
+		cmocka_unit_test(test_bias_taken_and_revoked),
+		cmocka_unit_test(test_bias_revoker_waits),
+		cmocka_unit_test(test_bias_owner_waits),
+		cmocka_unit_test(test_bias_revoke_window),
+		cmocka_unit_test(test_bias_churn),
+		cmocka_unit_test(test_bias_needs_membarrier),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -336,6 +336,13 @@ static int p_futex_wake(int *addr, int n)
 	return os_default_ops.futex_wake(addr, n);
 }
 
+static int f_membarrier(int cmd)
+{
+	if (hit(TM_MEMBARRIER, fault.arg == -1 || fault.arg == cmd))
+		return -fault.err;
+	return os_default_ops.membarrier(cmd);
+}
+
 const struct os_ops tm_ops = {
 	.mmap = f_mmap,
 	.munmap = f_munmap,
@@ -356,6 +363,7 @@ const struct os_ops tm_ops = {
 	.now_ns = p_now_ns,
 	.futex_wait = p_futex_wait,
 	.futex_wake = p_futex_wake,
+	.membarrier = f_membarrier,
 };
 
 void tm_inject(const struct tm_fault *f)
