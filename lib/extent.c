@@ -127,15 +127,10 @@ static __always_inline uint32_t node_get(struct xindex *x)
 	return x->nused++;	/* xi_reserve() made room */
 }
 
-static __always_inline void node_put(struct xindex *x, uint32_t id)
-{
-	x->node[id].next = x->free_node;
-	x->free_node = id;
-}
-
 /* ---- index: bins + treap ----------------------------------------------- */
 
-static void refresh_largest(struct xindex *x)
+/* the largest free extent after it left the index (extent.h) */
+void refresh_largest(struct xindex *x)
 {
 	HKV_STORE(&x->largest, x->root != XI_NIL ? x->node[x->tree_max].len
 						 : bin_last_below(x, x->nlong + 1));
@@ -390,34 +385,6 @@ mark:
 	out->len = n;
 }
 
-/*
- * n pages from the front of the hint's extent (a bin pick), all from the
- * figures the pick read in its group line: the node is written, never read
- * (a bin node's prio and parent are 0 already).
- */
-static __always_inline void take_binned(struct xindex *x, uint32_t n, struct hkv_extent *out)
-{
-	uint32_t id = x->hint.id, start = x->hint.start, len = x->hint.len;
-
-	x->plan_id = XI_NIL;
-	bin_del(x, start, len, x->hint.more);
-	if (len == n) {
-		tags_clear(x, start, len);
-		node_put(x, id);
-		x->free_extents--;
-	} else {
-		tag_move(x, start, start + n, id);
-		x->node[id].start = start + n;
-		x->node[id].len = len - n;
-		bin_add(x, start + n, len - n);
-	}
-	if (len == x->largest)
-		refresh_largest(x);
-	xi_set_range(x->allocated, start, n, true);
-	out->start = x->base + start;
-	out->len = n;
-}
-
 /* xi_take() of a treap pick or of several extents */
 static __attribute__((noinline)) void take_carved(struct xindex *x, uint64_t n, long nplan,
 						  struct hkv_extent *ext)
@@ -448,23 +415,52 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 	/* the common call: xi_reserve_plan() picked one extent from a bin */
 	if (likely(nplan == 1 && x->plan_id == x->hint.id && x->plan_n == n &&
 		   x->plan_id != XI_NIL)) {
-		take_binned(x, (uint32_t)n, ext);
+		take_binned(x, x->hint, (uint32_t)n, ext);
 		HKV_STORE(&x->free_pages, x->free_pages - n);
 		return;
 	}
 	take_carved(x, n, nplan, ext);
 }
 
-/* would carving n pages from the front of id add a tag to a full group? */
-static bool carve_needs_block(const struct xindex *x, const struct xpick *pk, uint64_t n)
+/**
+ * xi_alloc_carved() - xi_alloc_bin() when the best fit is not in an exact bin
+ * @x: the index
+ * @n: pages, at most the largest free extent
+ * @bin: the smallest non-empty long bin >= n, or 0 (the fit is in the treap)
+ * @ext: receives the extent
+ *
+ * Return: 1, or -ENOMEM (nothing taken).
+ */
+long xi_alloc_carved(struct xindex *x, uint64_t n, uint32_t bin, struct hkv_extent *ext)
 {
-	uint64_t t = pk->start + n;
+	uint32_t id = bin ? x->long_bin[2 * (bin - x->nexact - 1) + 1] : tree_lower_bound(x, n);
+	struct xpick pk = { .id = id, .start = x->node[id].start, .len = x->node[id].len };
 
-	/* taken whole: tags only go; same group: the start's slot is reused;
-	 * one page left: its tag is there */
-	if (pk->len == n || t >> 6 == pk->start >> 6 || t == (uint64_t)pk->start + pk->len - 1)
-		return false;
-	return group_full(&x->grp[t >> 6]);
+	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
+	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, &pk, n) && xi_reserve_grow(x, 1))
+		return -ENOMEM;
+	carve(x, pk, n, ext);
+	HKV_STORE(&x->free_pages, x->free_pages - n);
+	return 1;
+}
+
+/**
+ * xi_alloc_one() - the common allocation in one step: a best fit for a
+ *	request that one free extent answers, found, reserved for and taken
+ * @x: the index
+ * @n: pages (> 0)
+ * @ext: receives the extent
+ *
+ * xi_alloc_bin() as a call (extent.h says what it does).
+ *
+ * Return: 1 (the extent is in @ext), 0 (more pages than the largest free
+ * extent: nothing done) or -ENOMEM (its overflow block could not be had:
+ * nothing taken).
+ */
+long xi_alloc_one(struct xindex *x, uint64_t n, struct hkv_extent *ext)
+{
+	return xi_alloc_bin(x, n, ext);
 }
 
 /**

@@ -232,25 +232,32 @@ static inline bool starts_bin(const struct xindex *x, const struct xgroup *gr, u
 	return in_bin(x, id, bin);
 }
 
-/* the lowest start in group g of an extent of bin into *pick (node id and
- * first page, from the line); pick->more: another one starts there too */
-static __always_inline void group_lowest(const struct xindex *x, uint64_t g, uint32_t bin,
-					 struct xpick *pick)
+/* the lowest start in group g of an extent of bin (node id and first page,
+ * from the line); .more: another one starts there too. Returned by value,
+ * so that a caller's pick stays in registers */
+static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_t g,
+						 uint32_t bin)
 {
 	const struct xgroup *gr = &x->grp[g];
-	uint64_t keys = gr->keys;
+	uint64_t keys = gr->keys, alloc = gr->alloc;
 	uint32_t best = XI_NIL, besto = 64, n = 0;
+	bool exact = x->runs_exact;	/* loaded once, not per tag */
 
 	if (unlikely(gr->blk)) {
-		group_lowest_crowded(x, g, bin, pick);
-		return;
+		struct xpick pick;
+
+		group_lowest_crowded(x, g, bin, &pick);
+		return pick;
 	}
 	for (uint64_t f = keys & BYTES(XI_KEY_START); f; f &= f - 1) {
 		int i = __builtin_ctzll(f) >> 3;
 		unsigned o = ((keys >> (8 * i)) & 0x7f) - 1;
 		uint32_t id = gr->id[i];
+		uint64_t w = alloc >> o;
+		bool match = likely(w) && likely(exact) ? (uint32_t)__builtin_ctzll(w) == bin
+							 : in_bin(x, id, bin);
 
-		if (starts_bin(x, gr, o, id, bin)) {
+		if (match) {
 			n++;
 			if (o < besto) {
 				besto = o;
@@ -258,10 +265,8 @@ static __always_inline void group_lowest(const struct xindex *x, uint64_t g, uin
 			}
 		}
 	}
-	pick->id = best;
-	pick->start = (uint32_t)(g << 6) + besto;
-	pick->len = bin;
-	pick->more = n > 1;
+	return (struct xpick){ .id = best, .start = (uint32_t)(g << 6) + besto, .len = bin,
+			       .more = n > 1 };
 }
 
 /* set leaf bit i and its summaries: every level, since a summary bit that
@@ -377,8 +382,93 @@ static __always_inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
 
 	/* the leaf word the take clears: its miss overlaps the group's */
 	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
-	group_lowest(x, x->bin_low[bin], bin, &w->hint);
+	w->hint = group_lowest(x, x->bin_low[bin], bin);
 	return w->hint.id;
+}
+
+/* ---- extent.c: the one-step allocation (also inlined by lane.c) -------- */
+
+/* the largest free extent after it left the index */
+void refresh_largest(struct xindex *x);
+/* xi_alloc_bin() of a fit from a long bin (bin) or the treap (bin 0) */
+long xi_alloc_carved(struct xindex *x, uint64_t n, uint32_t bin, struct hkv_extent *ext);
+
+static __always_inline void node_put(struct xindex *x, uint32_t id)
+{
+	x->node[id].next = x->free_node;
+	x->free_node = id;
+}
+
+/*
+ * n pages from the front of a bin pick's extent, all from the figures the
+ * pick read in its group line: the node is written, never read (a bin
+ * node's prio and parent are 0 already).
+ */
+static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint32_t n,
+					struct hkv_extent *out)
+{
+	uint32_t id = pk.id, start = pk.start, len = pk.len;
+
+	x->plan_id = XI_NIL;
+	bin_del(x, start, len, pk.more);
+	if (len == n) {
+		tags_clear(x, start, len);
+		node_put(x, id);
+		x->free_extents--;
+	} else {
+		tag_move(x, start, start + n, id);
+		x->node[id].start = start + n;
+		x->node[id].len = len - n;
+		bin_add(x, start + n, len - n);
+	}
+	if (len == x->largest)
+		refresh_largest(x);
+	xi_set_range(x->allocated, start, n, true);
+	out->start = x->base + start;
+	out->len = n;
+}
+
+/* would carving n pages from the front of the pick add a tag to a full
+ * group? */
+static inline bool carve_needs_block(const struct xindex *x, const struct xpick *pk, uint64_t n)
+{
+	uint64_t t = pk->start + n;
+
+	/* taken whole: tags only go; same group: the start's slot is reused;
+	 * one page left: its tag is there */
+	if (pk->len == n || t >> 6 == pk->start >> 6 || t == (uint64_t)pk->start + pk->len - 1)
+		return false;
+	return group_full(&x->grp[t >> 6]);
+}
+
+/*
+ * What xi_plan(), xi_reserve_plan() and xi_take() do for a request that one
+ * extent answers, with the pick kept in registers instead of handed from
+ * one call to the next through the index; a fit from an exact bin (most
+ * requests) inline. A request for more pages than the largest free extent
+ * is left to them, untouched. 1 (taken into ext), 0 (nothing done) or
+ * -ENOMEM (its overflow block could not be had: nothing taken).
+ */
+static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hkv_extent *ext)
+{
+	struct xpick pk;
+	uint32_t bin;
+
+	if (unlikely(n > x->largest))	/* several extents, or -ENOMEM */
+		return 0;
+	bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nlong + 1));
+	if (unlikely(!bin || bin > x->nexact))
+		return xi_alloc_carved(x, n, bin, ext);
+	/* the leaf word the take clears: its miss overlaps the group's */
+	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
+	pk = group_lowest(x, x->bin_low[bin], bin);
+	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
+	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, &pk, n) && xi_reserve_grow(x, 1))
+		return -ENOMEM;
+	take_binned(x, pk, (uint32_t)n, ext);
+	HKV_STORE(&x->free_pages, x->free_pages - n);
+	return 1;
 }
 
 #endif /* HKV_EXTENT_H */

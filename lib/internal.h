@@ -362,6 +362,9 @@ static inline long xi_plan(const struct xindex *x, uint64_t n, bool contig)
 }
 /* take n pages as exactly nplan extents (from xi_plan) into ext */
 void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext);
+/* the best fit for n pages taken into ext when one extent answers: 1; 0
+ * if none does (nothing done: xi_plan() and the rest answer); -ENOMEM */
+long xi_alloc_one(struct xindex *x, uint64_t n, struct hkv_extent *ext);
 /* 0 if every page of [start, start+len) is allocated and not in a unit,
  * -EINVAL if not allocated, -EBUSY if in a unit; absolute pages */
 int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len);
