@@ -116,17 +116,6 @@ int xi_reserve_grow(struct xindex *x, uint32_t blocks)
 	return 0;
 }
 
-static __always_inline uint32_t node_get(struct xindex *x)
-{
-	uint32_t id = x->free_node;
-
-	if (id != XI_NIL) {
-		x->free_node = x->node[id].next;
-		return id;
-	}
-	return x->nused++;	/* xi_reserve() made room */
-}
-
 /* ---- index: bins + treap ----------------------------------------------- */
 
 /* the largest free extent after it left the index (extent.h) */
@@ -136,7 +125,8 @@ void refresh_largest(struct xindex *x)
 						 : bin_last_below(x, x->nlong + 1));
 }
 
-static void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
+/* file free extent id, [start, +len), in the index (extent.h) */
+void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
@@ -199,11 +189,6 @@ static uint32_t find_largest(const struct xindex *x)
 }
 
 /* ---- init ---------------------------------------------------------------- */
-
-static bool at_barrier(const struct xindex *x, uint32_t p)
-{
-	return x->barrier && (x->base + p) % x->barrier == 0;
-}
 
 /**
  * xi_init() - set up an index with every page free
@@ -586,9 +571,9 @@ uint64_t xi_fit_len(const struct xindex *x, uint64_t n)
 
 
 
-/* free [s, e) (bits cleared) next to a free left and/or right neighbour */
-static __attribute__((noinline)) void free_merge(struct xindex *x, uint32_t s, uint32_t e,
-						 bool left, bool right)
+/* free [s, e) (bits cleared) next to a free left and/or right neighbour
+ * (extent.h) */
+void free_merge(struct xindex *x, uint32_t s, uint32_t e, bool left, bool right)
 {
 	uint32_t e0 = e, id = XI_NIL, nb;
 	bool start_tagged = false, end_tagged = false;
@@ -636,33 +621,23 @@ static __attribute__((noinline)) void free_merge(struct xindex *x, uint32_t s, u
  */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 {
-	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
-	/* the neighbours' pages, outside [s, e): their bits are as before */
-	bool left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
-	bool right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+	xi_free_piece(x, start, len);
+}
 
-	if (unlikely(left || right)) {
-		/* first: the bin tests read run lengths from these bits */
-		xi_set_range(x->allocated, s, len, false);
-		free_merge(x, s, e, left, right);
-	} else {	/* most frees: a new extent, its pages carry no tags */
-		id = node_get(x);
-		x->node[id].start = s;
-		x->node[id].len = (uint32_t)len;
-		tags_add(x, s, e, id);
-		if (likely(len <= x->nexact)) {
-			x->plan_id = XI_NIL;
-			bin_insert(x, id, s, (uint32_t)len);
-			x->free_extents++;
-			if (len > x->largest)
-				HKV_STORE(&x->largest, len);
-		} else {
-			idx_insert(x, id, s, (uint32_t)len);
-		}
-		/* last: a long range's call leaves nothing to reload */
-		xi_set_range(x->allocated, s, len, false);
-	}
-	HKV_STORE(&x->free_pages, x->free_pages + len);
+/**
+ * xi_free_one() - free one piece in one step: reserve, check, free
+ * @x: the index
+ * @start: absolute first page, inside the space
+ * @len: pages, inside the space; must not cross a barrier
+ *
+ * xi_free_checked() as a call (extent.h says what it does).
+ *
+ * Return: 0, -ENOMEM, -EINVAL (a page not allocated) or -EBUSY (a page in
+ * a unit); nothing is changed on failure.
+ */
+int xi_free_one(struct xindex *x, uint64_t start, uint64_t len)
+{
+	return xi_free_checked(x, start, len);
 }
 
 /* ---- reports ------------------------------------------------------------- */

@@ -386,12 +386,28 @@ static __always_inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
 	return w->hint.id;
 }
 
-/* ---- extent.c: the one-step allocation (also inlined by lane.c) -------- */
+/* ---- extent.c: the one-step allocation and free (inlined by lane.c and
+ * multi.c too) ------------------------------------------------------------ */
 
 /* the largest free extent after it left the index */
 void refresh_largest(struct xindex *x);
+/* file free extent id, [start, +len), in its bin, long bin or the treap */
+void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len);
+/* free [s, e) (bits cleared) next to a free left and/or right neighbour */
+void free_merge(struct xindex *x, uint32_t s, uint32_t e, bool left, bool right);
 /* xi_alloc_bin() of a fit from a long bin (bin) or the treap (bin 0) */
 long xi_alloc_carved(struct xindex *x, uint64_t n, uint32_t bin, struct hkv_extent *ext);
+
+static __always_inline uint32_t node_get(struct xindex *x)
+{
+	uint32_t id = x->free_node;
+
+	if (id != XI_NIL) {
+		x->free_node = x->node[id].next;
+		return id;
+	}
+	return x->nused++;	/* xi_reserve() made room */
+}
 
 static __always_inline void node_put(struct xindex *x, uint32_t id)
 {
@@ -469,6 +485,71 @@ static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hk
 	take_binned(x, pk, (uint32_t)n, ext);
 	HKV_STORE(&x->free_pages, x->free_pages - n);
 	return 1;
+}
+
+static __always_inline bool at_barrier(const struct xindex *x, uint32_t p)
+{
+	return x->barrier && (x->base + p) % x->barrier == 0;
+}
+
+/* xi_free(): free allocated pages [start, +len) (absolute, checked) and
+ * coalesce with free neighbours; the plain free (no free neighbour, most
+ * frees) inline */
+static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
+	/* the neighbours' pages, outside [s, e): their bits are as before */
+	bool left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
+	bool right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+
+	if (unlikely(left || right)) {
+		/* first: the bin tests read run lengths from these bits */
+		xi_set_range(x->allocated, s, len, false);
+		free_merge(x, s, e, left, right);
+	} else {	/* most frees: a new extent, its pages carry no tags */
+		id = node_get(x);
+		x->node[id].start = s;
+		x->node[id].len = (uint32_t)len;
+		tags_add(x, s, e, id);
+		if (likely(len <= x->nexact)) {
+			x->plan_id = XI_NIL;
+			bin_insert(x, id, s, (uint32_t)len);
+			x->free_extents++;
+			if (len > x->largest)
+				HKV_STORE(&x->largest, len);
+		} else {
+			idx_insert(x, id, s, (uint32_t)len);
+		}
+		/* last: a long range's call leaves nothing to reload */
+		xi_set_range(x->allocated, s, len, false);
+	}
+	HKV_STORE(&x->free_pages, x->free_pages + len);
+}
+
+/*
+ * xi_reserve_free(), xi_check_allocated() and xi_free() of one piece
+ * (absolute pages, inside the space, not across a barrier) in one step,
+ * with the same answers: 0, -ENOMEM, -EINVAL or -EBUSY, nothing changed on
+ * failure. The reserve is a call only when the node array is full or
+ * fewer than two overflow blocks are free.
+ */
+static __always_inline int xi_free_checked(struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint64_t s = start - x->base;
+	int err;
+
+	if (len <= x->nexact)	/* the leaf word its bin insert writes, most often */
+		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[s >> 12], 1);
+	if (unlikely(x->free_extents >= x->ncap || x->ovf_nfree < 2)) {
+		err = xi_reserve_free(x, start, len);
+		if (err)
+			return err;
+	}
+	err = xi_check_allocated_fast(x, start, len);
+	if (unlikely(err))
+		return err;
+	xi_free_piece(x, start, len);
+	return 0;
 }
 
 #endif /* HKV_EXTENT_H */

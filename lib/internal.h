@@ -390,6 +390,9 @@ uint64_t xi_tagged(const struct xindex *x, uint64_t group);
 uint64_t xi_tagged_starts(const struct xindex *x, uint64_t group);
 /* free allocated pages (checked), coalescing; needs xi_reserve(x, 1) */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len);
+/* xi_reserve_free(), xi_check_allocated(), xi_free() of one piece in one
+ * step: 0, -ENOMEM, -EINVAL or -EBUSY (nothing changed) */
+int xi_free_one(struct xindex *x, uint64_t start, uint64_t len);
 /* set/clear the allocated bits of absolute [start, start+len) */
 void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated);
 /* on x->allocated or x->in_unit (XI_WORD stride); bits are space-relative;
