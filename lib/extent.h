@@ -270,9 +270,22 @@ static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_
 }
 
 /* set leaf bit i and its summaries: every level, since a summary bit that
- * is set already stays so (a fixed loop, no branch on the words) */
+ * is set already stays so (no branch on the words). The top level is one
+ * word; two and three levels (up to 16 M pages) are written out, without
+ * the loop's per-level offset loads */
 static __always_inline void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
 {
+	if (likely(x->bin_levels == 3)) {
+		bits[i >> 6] |= 1ull << (i & 63);
+		bits[x->bin_off[1] + (i >> 12)] |= 1ull << ((i >> 6) & 63);
+		bits[x->bin_off[2]] |= 1ull << (i >> 12);
+		return;
+	}
+	if (x->bin_levels == 2) {
+		bits[i >> 6] |= 1ull << (i & 63);
+		bits[x->bin_off[1]] |= 1ull << (i >> 6);
+		return;
+	}
 	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6)
 		bits[x->bin_off[l] + (i >> 6)] |= 1ull << (i & 63);
 }

@@ -16,6 +16,7 @@
  *                   extent_bins.c, extent_tree.c; extent_check.c)
  *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
+ *                   (lane_one.h: the allocation's lane_call(), inline)
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
  *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
  *   compat.c        the legacy free-slot view

@@ -4,8 +4,7 @@
  * contiguous block of pages, with its own lock and counters, so threads on
  * different lanes never contend and extents never cross a lane.
  */
-#include "extent.h"
-#include "trace.h"
+#include "lane_one.h"
 
 /**
  * lane_init() - set up a lane with every page free
@@ -141,29 +140,21 @@ int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigne
 	l->c.multi_extent_allocs += k > 1;
 	l->c.pages_allocated += n;
 	l->gen++;
-	trace_frag(pool, l, (unsigned)(l - pool->lanes));
+	trace_frag_lane(pool, l);
 	return (int)k;
 }
 
-/*
- * lane_alloc_locked() as a lane_call(): c->n pages, c->flags, c->ext,
- * c->max_ext. The common request, one binned extent, runs here with the
- * index's steps inline: no call between the lock and the group line.
+/**
+ * lane_alloc_fn() - lane_alloc_locked() as a lane_call()
+ * @pool: the pool
+ * @l: the lane, locked
+ * @c: c->n pages, c->flags, c->ext, c->max_ext
+ *
+ * lane_alloc_one() out of line (lane_one.h).
+ *
+ * Return: extents, -ENOMEM or -ENOSPC (nothing taken).
  */
 int lane_alloc_fn(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
 {
-	long k = likely(c->max_ext) ? xi_alloc_bin(&l->xi, c->n, c->ext) : 0;
-
-	if (unlikely(k <= 0)) {
-		if (!k)
-			return lane_alloc_locked(pool, l, c->n, c->flags, c->ext, c->max_ext);
-		l->c.alloc_failures++;
-		return (int)k;
-	}
-	l->c.allocs++;
-	l->c.extents_returned++;
-	l->c.pages_allocated += c->n;
-	l->gen++;
-	trace_frag(pool, l, (unsigned)(l - pool->lanes));
-	return 1;
+	return lane_alloc_one(pool, l, c);
 }

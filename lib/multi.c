@@ -79,7 +79,8 @@ static void free_prefetch(const struct xindex *x, const struct hkv_extent *e)
 
 /* the common call, run under the lane's lock: one extent (c->start, c->n)
  * inside one lane and one chunk, the index's steps inline */
-static int free_one_locked(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
+static __always_inline int free_one_locked(struct hkv_pool *pool, struct lane *l,
+					    struct lane_call *c)
 {
 	int ret = xi_free_checked(&l->xi, c->start, c->n);
 
@@ -87,7 +88,7 @@ static int free_one_locked(struct hkv_pool *pool, struct lane *l, struct lane_ca
 		l->c.pages_freed += c->n;
 		l->c.frees++;
 		l->gen++;
-		trace_frag(pool, l, (unsigned)(l - pool->lanes));
+		trace_frag_lane(pool, l);
 	}
 	return ret;
 }
