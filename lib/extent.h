@@ -368,6 +368,18 @@ static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t l
 		x->bin_words &= ~(1ull << (len >> 6));
 }
 
+/* bin_del() of a bin pick: its group is the bin's lowest (bits: the
+ * bin's bitmap) */
+static __always_inline void bin_del_low(struct xindex *x, uint64_t *bits, uint32_t g,
+					uint32_t len, bool more)
+{
+	x->hint.id = XI_NIL;
+	if (!more)
+		x->bin_low[len] = bits_clear_lowest(x, bits, g);
+	if (!--x->bin_count[len] && !(x->bin_mask[len >> 6] &= ~(1ull << (len & 63))))
+		x->bin_words &= ~(1ull << (len >> 6));
+}
+
 /* smallest non-empty bin (exact or long) >= n, or 0: two words, never a
  * scan */
 static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t n)
@@ -439,7 +451,7 @@ static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint3
 	uint32_t id = pk.id, start = pk.start, len = pk.len;
 
 	x->plan_id = XI_NIL;
-	bin_del(x, start, len, pk.more);
+	bin_del_low(x, bin_bits(x, len), start >> 6, len, pk.more);	/* a pick's group */
 	if (len == n) {
 		tags_clear(x, start, len);
 		node_put(x, id);
