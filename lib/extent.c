@@ -348,7 +348,8 @@ static inline struct xpick pick_of(const struct xindex *x, uint32_t id)
 	return (struct xpick){ .id = id, .start = x->node[id].start, .len = x->node[id].len };
 }
 
-static void carve(struct xindex *x, struct xpick pk, uint64_t n, struct hkv_extent *out)
+static __always_inline void carve(struct xindex *x, struct xpick pk, uint64_t n,
+				  struct hkv_extent *out)
 {
 	uint32_t id = pk.id, start = pk.start, len = pk.len;
 

@@ -128,6 +128,16 @@ static __always_inline void tags_clear(struct xindex *x, uint32_t start, uint32_
 		g->keys = k & ~((z >> 7) * 0xff);
 		return;
 	}
+	if (likely(start >> 6 != last >> 6 && !g->blk && !x->grp[last >> 6].blk)) {
+		/* two line-held groups: one key each, matched exactly */
+		struct xgroup *h = &x->grp[last >> 6];
+		uint64_t zg = zero_bytes(g->keys ^ BYTES((start & 63) + 1 + XI_KEY_START));
+		uint64_t zh = zero_bytes(h->keys ^ BYTES((last & 63) + 1));
+
+		g->keys &= ~((zg >> 7) * 0xff);
+		h->keys &= ~((zh >> 7) * 0xff);
+		return;
+	}
 	tag_clear(x, start);
 	if (len > 1)
 		tag_clear(x, last);
