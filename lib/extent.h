@@ -527,10 +527,26 @@ static __always_inline bool at_barrier(const struct xindex *x, uint32_t p)
 	return x->barrier && (x->base + p) % x->barrier == 0;
 }
 
-/* xi_free(): free allocated pages [start, +len) (absolute, checked) and
- * coalesce with free neighbours; the plain free (no free neighbour, most
- * frees) inline */
-static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint64_t len)
+/* clear the allocated bits of [s, +len): with w, the one or two words
+ * (w[0], w[8]: the next line) under masks m and m2 that the free check
+ * computed; without, from scratch */
+static __always_inline void free_bits(struct xindex *x, uint32_t s, uint64_t len, uint64_t *w,
+				      uint64_t m, uint64_t m2)
+{
+	if (!w) {
+		xi_set_range(x->allocated, s, len, false);
+		return;
+	}
+	w[0] &= ~m;
+	if (m2)
+		w[8] &= ~m2;
+}
+
+/* free allocated pages [start, +len) (absolute, checked) and coalesce with
+ * free neighbours, the plain free (no free neighbour, most frees) inline;
+ * w, m, m2: as free_bits() takes them */
+static __always_inline void free_piece(struct xindex *x, uint64_t start, uint64_t len,
+				       uint64_t *w, uint64_t m, uint64_t m2)
 {
 	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
 	/* the neighbours' pages, outside [s, e): their bits are as before */
@@ -539,7 +555,7 @@ static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint
 
 	if (unlikely(left || right)) {
 		/* first: the bin tests read run lengths from these bits */
-		xi_set_range(x->allocated, s, len, false);
+		free_bits(x, s, len, w, m, m2);
 		free_merge(x, s, e, left, right);
 	} else {	/* most frees: a new extent, its pages carry no tags */
 		id = node_get(x);
@@ -556,9 +572,15 @@ static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint
 			idx_insert(x, id, s, (uint32_t)len);
 		}
 		/* last: a long range's call leaves nothing to reload */
-		xi_set_range(x->allocated, s, len, false);
+		free_bits(x, s, len, w, m, m2);
 	}
 	HKV_STORE(&x->free_pages, x->free_pages + len);
+}
+
+/* xi_free() */
+static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint64_t len)
+{
+	free_piece(x, start, len, NULL, 0, 0);
 }
 
 /*
@@ -566,21 +588,35 @@ static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint
  * (absolute pages, inside the space, not across a barrier) in one step,
  * with the same answers: 0, -ENOMEM, -EINVAL or -EBUSY, nothing changed on
  * failure. The reserve is a call only when the node array is full or
- * fewer than two overflow blocks are free.
+ * fewer than two overflow blocks are free; a piece in one or two group
+ * lines (most) is checked and cleared with the same masks.
  */
 static __always_inline int xi_free_checked(struct xindex *x, uint64_t start, uint64_t len)
 {
-	uint64_t s = start - x->base;
+	uint64_t from = start - x->base, off = from & 63;
 	int err;
 
 	if (len <= x->nexact)	/* the leaf word its bin insert writes, most often */
-		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[s >> 12], 1);
+		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[from >> 12], 1);
 	if (unlikely(x->free_extents >= x->ncap || x->ovf_nfree < 2)) {
 		err = xi_reserve_free(x, start, len);
 		if (err)
 			return err;
 	}
-	err = xi_check_allocated_fast(x, start, len);
+	if (likely(off + len <= 128)) {
+		uint64_t m = off + len <= 64 ? xi_word_bits(from, len) : ~0ull << off;
+		uint64_t m2 = off + len <= 64 ? 0 : xi_word_bits(0, off + len - 64);
+		uint64_t *w = &x->allocated[XI_WORD(from)];
+
+		/* -EINVAL wins over -EBUSY */
+		if ((w[0] & m) != m || (m2 && (w[8] & m2) != m2))
+			return -EINVAL;
+		if ((w[1] & m) || (m2 && (w[9] & m2)))
+			return -EBUSY;
+		free_piece(x, start, len, w, m, m2);
+		return 0;
+	}
+	err = xi_check_allocated(x, start, len);
 	if (unlikely(err))
 		return err;
 	xi_free_piece(x, start, len);
