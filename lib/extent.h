@@ -249,7 +249,7 @@ static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_
 						 uint32_t bin)
 {
 	const struct xgroup *gr = &x->grp[g];
-	uint64_t keys = gr->keys, alloc = gr->alloc;
+	uint64_t keys = gr->keys, alloc = gr->alloc, starts = keys & BYTES(XI_KEY_START);
 	uint32_t best = XI_NIL, besto = 64, n = 0;
 	bool exact = x->runs_exact;	/* loaded once, not per tag */
 
@@ -259,7 +259,17 @@ static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_
 		group_lowest_crowded(x, g, bin, &pick);
 		return pick;
 	}
-	for (uint64_t f = keys & BYTES(XI_KEY_START); f; f &= f - 1) {
+	if (likely(starts && !(starts & (starts - 1)))) {
+		/* one start in the group (most often): the bin's bitmap says
+		 * one of its extents starts here, so it is that one */
+		int i = __builtin_ctzll(starts) >> 3;
+
+		return (struct xpick){ .id = gr->id[i],
+				       .start = (uint32_t)(g << 6) +
+						(uint32_t)((keys >> (8 * i)) & 0x7f) - 1,
+				       .len = bin, .more = false };
+	}
+	for (uint64_t f = starts; f; f &= f - 1) {
 		int i = __builtin_ctzll(f) >> 3;
 		unsigned o = ((keys >> (8 * i)) & 0x7f) - 1;
 		uint32_t id = gr->id[i];
