@@ -320,7 +320,7 @@ long xi_plan_multi(const struct xindex *x, uint64_t n)
  * its smaller key still sorts after its predecessor (always for the
  * wilderness, the largest): no remove and re-insert.
  */
-static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
+static __always_inline bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 {
 	struct fext *e = &x->node[id];
 	uint32_t len = e->len - (uint32_t)n, start = e->start + (uint32_t)n, p;
