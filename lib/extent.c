@@ -116,32 +116,17 @@ int xi_reserve_grow(struct xindex *x, uint32_t blocks)
 	return 0;
 }
 
-static __always_inline uint32_t node_get(struct xindex *x)
-{
-	uint32_t id = x->free_node;
-
-	if (id != XI_NIL) {
-		x->free_node = x->node[id].next;
-		return id;
-	}
-	return x->nused++;	/* xi_reserve() made room */
-}
-
-static __always_inline void node_put(struct xindex *x, uint32_t id)
-{
-	x->node[id].next = x->free_node;
-	x->free_node = id;
-}
-
 /* ---- index: bins + treap ----------------------------------------------- */
 
-static void refresh_largest(struct xindex *x)
+/* the largest free extent after it left the index (extent.h) */
+void refresh_largest(struct xindex *x)
 {
 	HKV_STORE(&x->largest, x->root != XI_NIL ? x->node[x->tree_max].len
 						 : bin_last_below(x, x->nlong + 1));
 }
 
-static void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
+/* file free extent id, [start, +len), in the index (extent.h) */
+void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
 	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
@@ -204,11 +189,6 @@ static uint32_t find_largest(const struct xindex *x)
 }
 
 /* ---- init ---------------------------------------------------------------- */
-
-static bool at_barrier(const struct xindex *x, uint32_t p)
-{
-	return x->barrier && (x->base + p) % x->barrier == 0;
-}
 
 /**
  * xi_init() - set up an index with every page free
@@ -340,7 +320,7 @@ long xi_plan_multi(const struct xindex *x, uint64_t n)
  * its smaller key still sorts after its predecessor (always for the
  * wilderness, the largest): no remove and re-insert.
  */
-static bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
+static __always_inline bool shrink_in_place(struct xindex *x, uint32_t id, uint64_t n)
 {
 	struct fext *e = &x->node[id];
 	uint32_t len = e->len - (uint32_t)n, start = e->start + (uint32_t)n, p;
@@ -368,7 +348,8 @@ static inline struct xpick pick_of(const struct xindex *x, uint32_t id)
 	return (struct xpick){ .id = id, .start = x->node[id].start, .len = x->node[id].len };
 }
 
-static void carve(struct xindex *x, struct xpick pk, uint64_t n, struct hkv_extent *out)
+static __always_inline void carve(struct xindex *x, struct xpick pk, uint64_t n,
+				  struct hkv_extent *out)
 {
 	uint32_t id = pk.id, start = pk.start, len = pk.len;
 
@@ -385,34 +366,6 @@ static void carve(struct xindex *x, struct xpick pk, uint64_t n, struct hkv_exte
 		node_put(x, id);
 	}
 mark:
-	xi_set_range(x->allocated, start, n, true);
-	out->start = x->base + start;
-	out->len = n;
-}
-
-/*
- * n pages from the front of the hint's extent (a bin pick), all from the
- * figures the pick read in its group line: the node is written, never read
- * (a bin node's prio and parent are 0 already).
- */
-static __always_inline void take_binned(struct xindex *x, uint32_t n, struct hkv_extent *out)
-{
-	uint32_t id = x->hint.id, start = x->hint.start, len = x->hint.len;
-
-	x->plan_id = XI_NIL;
-	bin_del(x, start, len, x->hint.more);
-	if (len == n) {
-		tags_clear(x, start, len);
-		node_put(x, id);
-		x->free_extents--;
-	} else {
-		tag_move(x, start, start + n, id);
-		x->node[id].start = start + n;
-		x->node[id].len = len - n;
-		bin_add(x, start + n, len - n);
-	}
-	if (len == x->largest)
-		refresh_largest(x);
 	xi_set_range(x->allocated, start, n, true);
 	out->start = x->base + start;
 	out->len = n;
@@ -448,23 +401,52 @@ void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 	/* the common call: xi_reserve_plan() picked one extent from a bin */
 	if (likely(nplan == 1 && x->plan_id == x->hint.id && x->plan_n == n &&
 		   x->plan_id != XI_NIL)) {
-		take_binned(x, (uint32_t)n, ext);
+		take_binned(x, x->hint, (uint32_t)n, ext);
 		HKV_STORE(&x->free_pages, x->free_pages - n);
 		return;
 	}
 	take_carved(x, n, nplan, ext);
 }
 
-/* would carving n pages from the front of id add a tag to a full group? */
-static bool carve_needs_block(const struct xindex *x, const struct xpick *pk, uint64_t n)
+/**
+ * xi_alloc_carved() - xi_alloc_bin() when the best fit is not in an exact bin
+ * @x: the index
+ * @n: pages, at most the largest free extent
+ * @bin: the smallest non-empty long bin >= n, or 0 (the fit is in the treap)
+ * @ext: receives the extent
+ *
+ * Return: 1, or -ENOMEM (nothing taken).
+ */
+long xi_alloc_carved(struct xindex *x, uint64_t n, uint32_t bin, struct hkv_extent *ext)
 {
-	uint64_t t = pk->start + n;
+	uint32_t id = bin ? x->long_bin[2 * (bin - x->nexact - 1) + 1] : tree_lower_bound(x, n);
+	struct xpick pk = { .id = id, .start = x->node[id].start, .len = x->node[id].len };
 
-	/* taken whole: tags only go; same group: the start's slot is reused;
-	 * one page left: its tag is there */
-	if (pk->len == n || t >> 6 == pk->start >> 6 || t == (uint64_t)pk->start + pk->len - 1)
-		return false;
-	return group_full(&x->grp[t >> 6]);
+	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
+	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, &pk, n) && xi_reserve_grow(x, 1))
+		return -ENOMEM;
+	carve(x, pk, n, ext);
+	HKV_STORE(&x->free_pages, x->free_pages - n);
+	return 1;
+}
+
+/**
+ * xi_alloc_one() - the common allocation in one step: a best fit for a
+ *	request that one free extent answers, found, reserved for and taken
+ * @x: the index
+ * @n: pages (> 0)
+ * @ext: receives the extent
+ *
+ * xi_alloc_bin() as a call (extent.h says what it does).
+ *
+ * Return: 1 (the extent is in @ext), 0 (more pages than the largest free
+ * extent: nothing done) or -ENOMEM (its overflow block could not be had:
+ * nothing taken).
+ */
+long xi_alloc_one(struct xindex *x, uint64_t n, struct hkv_extent *ext)
+{
+	return xi_alloc_bin(x, n, ext);
 }
 
 /**
@@ -590,9 +572,9 @@ uint64_t xi_fit_len(const struct xindex *x, uint64_t n)
 
 
 
-/* free [s, e) (bits cleared) next to a free left and/or right neighbour */
-static __attribute__((noinline)) void free_merge(struct xindex *x, uint32_t s, uint32_t e,
-						 bool left, bool right)
+/* free [s, e) (bits cleared) next to a free left and/or right neighbour
+ * (extent.h) */
+void free_merge(struct xindex *x, uint32_t s, uint32_t e, bool left, bool right)
 {
 	uint32_t e0 = e, id = XI_NIL, nb;
 	bool start_tagged = false, end_tagged = false;
@@ -640,33 +622,23 @@ static __attribute__((noinline)) void free_merge(struct xindex *x, uint32_t s, u
  */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len)
 {
-	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
-	/* the neighbours' pages, outside [s, e): their bits are as before */
-	bool left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
-	bool right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+	xi_free_piece(x, start, len);
+}
 
-	if (unlikely(left || right)) {
-		/* first: the bin tests read run lengths from these bits */
-		xi_set_range(x->allocated, s, len, false);
-		free_merge(x, s, e, left, right);
-	} else {	/* most frees: a new extent, its pages carry no tags */
-		id = node_get(x);
-		x->node[id].start = s;
-		x->node[id].len = (uint32_t)len;
-		tags_add(x, s, e, id);
-		if (likely(len <= x->nexact)) {
-			x->plan_id = XI_NIL;
-			bin_insert(x, id, s, (uint32_t)len);
-			x->free_extents++;
-			if (len > x->largest)
-				HKV_STORE(&x->largest, len);
-		} else {
-			idx_insert(x, id, s, (uint32_t)len);
-		}
-		/* last: a long range's call leaves nothing to reload */
-		xi_set_range(x->allocated, s, len, false);
-	}
-	HKV_STORE(&x->free_pages, x->free_pages + len);
+/**
+ * xi_free_one() - free one piece in one step: reserve, check, free
+ * @x: the index
+ * @start: absolute first page, inside the space
+ * @len: pages, inside the space; must not cross a barrier
+ *
+ * xi_free_checked() as a call (extent.h says what it does).
+ *
+ * Return: 0, -ENOMEM, -EINVAL (a page not allocated) or -EBUSY (a page in
+ * a unit); nothing is changed on failure.
+ */
+int xi_free_one(struct xindex *x, uint64_t start, uint64_t len)
+{
+	return xi_free_checked(x, start, len);
 }
 
 /* ---- reports ------------------------------------------------------------- */

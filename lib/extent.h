@@ -128,6 +128,16 @@ static __always_inline void tags_clear(struct xindex *x, uint32_t start, uint32_
 		g->keys = k & ~((z >> 7) * 0xff);
 		return;
 	}
+	if (likely(start >> 6 != last >> 6 && !g->blk && !x->grp[last >> 6].blk)) {
+		/* two line-held groups: one key each, matched exactly */
+		struct xgroup *h = &x->grp[last >> 6];
+		uint64_t zg = zero_bytes(g->keys ^ BYTES((start & 63) + 1 + XI_KEY_START));
+		uint64_t zh = zero_bytes(h->keys ^ BYTES((last & 63) + 1));
+
+		g->keys &= ~((zg >> 7) * 0xff);
+		h->keys &= ~((zh >> 7) * 0xff);
+		return;
+	}
 	tag_clear(x, start);
 	if (len > 1)
 		tag_clear(x, last);
@@ -232,25 +242,42 @@ static inline bool starts_bin(const struct xindex *x, const struct xgroup *gr, u
 	return in_bin(x, id, bin);
 }
 
-/* the lowest start in group g of an extent of bin into *pick (node id and
- * first page, from the line); pick->more: another one starts there too */
-static __always_inline void group_lowest(const struct xindex *x, uint64_t g, uint32_t bin,
-					 struct xpick *pick)
+/* the lowest start in group g of an extent of bin (node id and first page,
+ * from the line); .more: another one starts there too. Returned by value,
+ * so that a caller's pick stays in registers */
+static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_t g,
+						 uint32_t bin)
 {
 	const struct xgroup *gr = &x->grp[g];
-	uint64_t keys = gr->keys;
+	uint64_t keys = gr->keys, alloc = gr->alloc, starts = keys & BYTES(XI_KEY_START);
 	uint32_t best = XI_NIL, besto = 64, n = 0;
+	bool exact = x->runs_exact;	/* loaded once, not per tag */
 
 	if (unlikely(gr->blk)) {
-		group_lowest_crowded(x, g, bin, pick);
-		return;
+		struct xpick pick;
+
+		group_lowest_crowded(x, g, bin, &pick);
+		return pick;
 	}
-	for (uint64_t f = keys & BYTES(XI_KEY_START); f; f &= f - 1) {
+	if (likely(starts && !(starts & (starts - 1)))) {
+		/* one start in the group (most often): the bin's bitmap says
+		 * one of its extents starts here, so it is that one */
+		int i = __builtin_ctzll(starts) >> 3;
+
+		return (struct xpick){ .id = gr->id[i],
+				       .start = (uint32_t)(g << 6) +
+						(uint32_t)((keys >> (8 * i)) & 0x7f) - 1,
+				       .len = bin, .more = false };
+	}
+	for (uint64_t f = starts; f; f &= f - 1) {
 		int i = __builtin_ctzll(f) >> 3;
 		unsigned o = ((keys >> (8 * i)) & 0x7f) - 1;
 		uint32_t id = gr->id[i];
+		uint64_t w = alloc >> o;
+		bool match = likely(w) && likely(exact) ? (uint32_t)__builtin_ctzll(w) == bin
+							 : in_bin(x, id, bin);
 
-		if (starts_bin(x, gr, o, id, bin)) {
+		if (match) {
 			n++;
 			if (o < besto) {
 				besto = o;
@@ -258,16 +285,27 @@ static __always_inline void group_lowest(const struct xindex *x, uint64_t g, uin
 			}
 		}
 	}
-	pick->id = best;
-	pick->start = (uint32_t)(g << 6) + besto;
-	pick->len = bin;
-	pick->more = n > 1;
+	return (struct xpick){ .id = best, .start = (uint32_t)(g << 6) + besto, .len = bin,
+			       .more = n > 1 };
 }
 
 /* set leaf bit i and its summaries: every level, since a summary bit that
- * is set already stays so (a fixed loop, no branch on the words) */
+ * is set already stays so (no branch on the words). The top level is one
+ * word; two and three levels (up to 16 M pages) are written out, without
+ * the loop's per-level offset loads */
 static __always_inline void bits_set(const struct xindex *x, uint64_t *bits, uint64_t i)
 {
+	if (likely(x->bin_levels == 3)) {
+		bits[i >> 6] |= 1ull << (i & 63);
+		bits[x->bin_off[1] + (i >> 12)] |= 1ull << ((i >> 6) & 63);
+		bits[x->bin_off[2]] |= 1ull << (i >> 12);
+		return;
+	}
+	if (x->bin_levels == 2) {
+		bits[i >> 6] |= 1ull << (i & 63);
+		bits[x->bin_off[1]] |= 1ull << (i >> 6);
+		return;
+	}
 	for (unsigned l = 0; l < x->bin_levels; l++, i >>= 6)
 		bits[x->bin_off[l] + (i >> 6)] |= 1ull << (i & 63);
 }
@@ -350,6 +388,18 @@ static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t l
 		x->bin_words &= ~(1ull << (len >> 6));
 }
 
+/* bin_del() of a bin pick: its group is the bin's lowest (bits: the
+ * bin's bitmap) */
+static __always_inline void bin_del_low(struct xindex *x, uint64_t *bits, uint32_t g,
+					uint32_t len, bool more)
+{
+	x->hint.id = XI_NIL;
+	if (!more)
+		x->bin_low[len] = bits_clear_lowest(x, bits, g);
+	if (!--x->bin_count[len] && !(x->bin_mask[len >> 6] &= ~(1ull << (len & 63))))
+		x->bin_words &= ~(1ull << (len >> 6));
+}
+
 /* smallest non-empty bin (exact or long) >= n, or 0: two words, never a
  * scan */
 static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t n)
@@ -377,8 +427,210 @@ static __always_inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
 
 	/* the leaf word the take clears: its miss overlaps the group's */
 	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
-	group_lowest(x, x->bin_low[bin], bin, &w->hint);
+	w->hint = group_lowest(x, x->bin_low[bin], bin);
 	return w->hint.id;
+}
+
+/* ---- extent.c: the one-step allocation and free (inlined by lane.c and
+ * multi.c too) ------------------------------------------------------------ */
+
+/* the largest free extent after it left the index */
+void refresh_largest(struct xindex *x);
+/* file free extent id, [start, +len), in its bin, long bin or the treap */
+void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len);
+/* free [s, e) (bits cleared) next to a free left and/or right neighbour */
+void free_merge(struct xindex *x, uint32_t s, uint32_t e, bool left, bool right);
+/* xi_alloc_bin() of a fit from a long bin (bin) or the treap (bin 0) */
+long xi_alloc_carved(struct xindex *x, uint64_t n, uint32_t bin, struct hkv_extent *ext);
+
+static __always_inline uint32_t node_get(struct xindex *x)
+{
+	uint32_t id = x->free_node;
+
+	if (id != XI_NIL) {
+		x->free_node = x->node[id].next;
+		return id;
+	}
+	return x->nused++;	/* xi_reserve() made room */
+}
+
+static __always_inline void node_put(struct xindex *x, uint32_t id)
+{
+	x->node[id].next = x->free_node;
+	x->free_node = id;
+}
+
+/*
+ * n pages from the front of a bin pick's extent, all from the figures the
+ * pick read in its group line: the node is written, never read (a bin
+ * node's prio and parent are 0 already).
+ */
+static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint32_t n,
+					struct hkv_extent *out)
+{
+	uint32_t id = pk.id, start = pk.start, len = pk.len;
+
+	x->plan_id = XI_NIL;
+	bin_del_low(x, bin_bits(x, len), start >> 6, len, pk.more);	/* a pick's group */
+	if (len == n) {
+		tags_clear(x, start, len);
+		node_put(x, id);
+		x->free_extents--;
+	} else {
+		tag_move(x, start, start + n, id);
+		x->node[id].start = start + n;
+		x->node[id].len = len - n;
+		bin_add(x, start + n, len - n);
+	}
+	if (len == x->largest)
+		refresh_largest(x);
+	xi_set_range(x->allocated, start, n, true);
+	out->start = x->base + start;
+	out->len = n;
+}
+
+/* would carving n pages from the front of the pick add a tag to a full
+ * group? */
+static inline bool carve_needs_block(const struct xindex *x, const struct xpick *pk, uint64_t n)
+{
+	uint64_t t = pk->start + n;
+
+	/* taken whole: tags only go; same group: the start's slot is reused;
+	 * one page left: its tag is there */
+	if (pk->len == n || t >> 6 == pk->start >> 6 || t == (uint64_t)pk->start + pk->len - 1)
+		return false;
+	return group_full(&x->grp[t >> 6]);
+}
+
+/*
+ * What xi_plan(), xi_reserve_plan() and xi_take() do for a request that one
+ * extent answers, with the pick kept in registers instead of handed from
+ * one call to the next through the index; a fit from an exact bin (most
+ * requests) inline. A request for more pages than the largest free extent
+ * is left to them, untouched. 1 (taken into ext), 0 (nothing done) or
+ * -ENOMEM (its overflow block could not be had: nothing taken).
+ */
+static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hkv_extent *ext)
+{
+	struct xpick pk;
+	uint32_t bin;
+
+	if (unlikely(n > x->largest))	/* several extents, or -ENOMEM */
+		return 0;
+	bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nlong + 1));
+	if (unlikely(!bin || bin > x->nexact))
+		return xi_alloc_carved(x, n, bin, ext);
+	/* the leaf word the take clears: its miss overlaps the group's */
+	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
+	pk = group_lowest(x, x->bin_low[bin], bin);
+	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
+	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, &pk, n) && xi_reserve_grow(x, 1))
+		return -ENOMEM;
+	take_binned(x, pk, (uint32_t)n, ext);
+	HKV_STORE(&x->free_pages, x->free_pages - n);
+	return 1;
+}
+
+static __always_inline bool at_barrier(const struct xindex *x, uint32_t p)
+{
+	return x->barrier && (x->base + p) % x->barrier == 0;
+}
+
+/* clear the allocated bits of [s, +len): with w, the one or two words
+ * (w[0], w[8]: the next line) under masks m and m2 that the free check
+ * computed; without, from scratch */
+static __always_inline void free_bits(struct xindex *x, uint32_t s, uint64_t len, uint64_t *w,
+				      uint64_t m, uint64_t m2)
+{
+	if (!w) {
+		xi_set_range(x->allocated, s, len, false);
+		return;
+	}
+	w[0] &= ~m;
+	if (m2)
+		w[8] &= ~m2;
+}
+
+/* free allocated pages [start, +len) (absolute, checked) and coalesce with
+ * free neighbours, the plain free (no free neighbour, most frees) inline;
+ * w, m, m2: as free_bits() takes them */
+static __always_inline void free_piece(struct xindex *x, uint64_t start, uint64_t len,
+				       uint64_t *w, uint64_t m, uint64_t m2)
+{
+	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
+	/* the neighbours' pages, outside [s, e): their bits are as before */
+	bool left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
+	bool right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+
+	if (unlikely(left || right)) {
+		/* first: the bin tests read run lengths from these bits */
+		free_bits(x, s, len, w, m, m2);
+		free_merge(x, s, e, left, right);
+	} else {	/* most frees: a new extent, its pages carry no tags */
+		id = node_get(x);
+		x->node[id].start = s;
+		x->node[id].len = (uint32_t)len;
+		tags_add(x, s, e, id);
+		if (likely(len <= x->nexact)) {
+			x->plan_id = XI_NIL;
+			bin_insert(x, id, s, (uint32_t)len);
+			x->free_extents++;
+			if (len > x->largest)
+				HKV_STORE(&x->largest, len);
+		} else {
+			idx_insert(x, id, s, (uint32_t)len);
+		}
+		/* last: a long range's call leaves nothing to reload */
+		free_bits(x, s, len, w, m, m2);
+	}
+	HKV_STORE(&x->free_pages, x->free_pages + len);
+}
+
+/* xi_free() */
+static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint64_t len)
+{
+	free_piece(x, start, len, NULL, 0, 0);
+}
+
+/*
+ * xi_reserve_free(), xi_check_allocated() and xi_free() of one piece
+ * (absolute pages, inside the space, not across a barrier) in one step,
+ * with the same answers: 0, -ENOMEM, -EINVAL or -EBUSY, nothing changed on
+ * failure. The reserve is a call only when the node array is full or
+ * fewer than two overflow blocks are free; a piece in one or two group
+ * lines (most) is checked and cleared with the same masks.
+ */
+static __always_inline int xi_free_checked(struct xindex *x, uint64_t start, uint64_t len)
+{
+	uint64_t from = start - x->base, off = from & 63;
+	int err;
+
+	if (len <= x->nexact)	/* the leaf word its bin insert writes, most often */
+		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[from >> 12], 1);
+	if (unlikely(x->free_extents >= x->ncap || x->ovf_nfree < 2)) {
+		err = xi_reserve_free(x, start, len);
+		if (err)
+			return err;
+	}
+	if (likely(off + len <= 128)) {
+		uint64_t m = off + len <= 64 ? xi_word_bits(from, len) : ~0ull << off;
+		uint64_t m2 = off + len <= 64 ? 0 : xi_word_bits(0, off + len - 64);
+		uint64_t *w = &x->allocated[XI_WORD(from)];
+
+		/* -EINVAL wins over -EBUSY */
+		if ((w[0] & m) != m || (m2 && (w[8] & m2) != m2))
+			return -EINVAL;
+		if ((w[1] & m) || (m2 && (w[9] & m2)))
+			return -EBUSY;
+		free_piece(x, start, len, w, m, m2);
+		return 0;
+	}
+	err = xi_check_allocated(x, start, len);
+	if (unlikely(err))
+		return err;
+	xi_free_piece(x, start, len);
+	return 0;
 }
 
 #endif /* HKV_EXTENT_H */

@@ -59,3 +59,13 @@ void frag_emit(struct hkv_pool *pool, struct lane *l, unsigned lane_no)
 	hkv_probe_frag(pool->id, lane_no, x->free_pages, x->free_extents, x->largest,
 		       frag_ufi_permille(x, FRAG_UFI_SIZE));
 }
+
+/**
+ * frag_emit_lane() - frag_emit() of a lane of the pool, by pointer
+ * @pool: the pool
+ * @l: one of pool->lanes, locked by the caller
+ */
+void frag_emit_lane(struct hkv_pool *pool, struct lane *l)
+{
+	frag_emit(pool, l, (unsigned)(l - pool->lanes));
+}

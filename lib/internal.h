@@ -16,6 +16,7 @@
  *                   extent_bins.c, extent_tree.c; extent_check.c)
  *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
+ *                   (lane_one.h: the allocation's lane_call(), inline)
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
  *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
  *   compat.c        the legacy free-slot view
@@ -365,6 +366,9 @@ static inline long xi_plan(const struct xindex *x, uint64_t n, bool contig)
 }
 /* take n pages as exactly nplan extents (from xi_plan) into ext */
 void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext);
+/* the best fit for n pages taken into ext when one extent answers: 1; 0
+ * if none does (nothing done: xi_plan() and the rest answer); -ENOMEM */
+long xi_alloc_one(struct xindex *x, uint64_t n, struct hkv_extent *ext);
 /* 0 if every page of [start, start+len) is allocated and not in a unit,
  * -EINVAL if not allocated, -EBUSY if in a unit; absolute pages */
 int xi_check_allocated(const struct xindex *x, uint64_t start, uint64_t len);
@@ -390,6 +394,9 @@ uint64_t xi_tagged(const struct xindex *x, uint64_t group);
 uint64_t xi_tagged_starts(const struct xindex *x, uint64_t group);
 /* free allocated pages (checked), coalescing; needs xi_reserve(x, 1) */
 void xi_free(struct xindex *x, uint64_t start, uint64_t len);
+/* xi_reserve_free(), xi_check_allocated(), xi_free() of one piece in one
+ * step: 0, -ENOMEM, -EINVAL or -EBUSY (nothing changed) */
+int xi_free_one(struct xindex *x, uint64_t start, uint64_t len);
 /* set/clear the allocated bits of absolute [start, start+len) */
 void xi_mark(struct xindex *x, uint64_t start, uint64_t len, bool allocated);
 /* on x->allocated or x->in_unit (XI_WORD stride); bits are space-relative;

@@ -4,8 +4,7 @@
  * contiguous block of pages, with its own lock and counters, so threads on
  * different lanes never contend and extents never cross a lane.
  */
-#include "internal.h"
-#include "trace.h"
+#include "lane_one.h"
 
 /**
  * lane_init() - set up a lane with every page free
@@ -95,6 +94,22 @@ void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi)
 		lane_unlock(&pool->lanes[i]);
 }
 
+/* the general allocation: plan, reserve, take (extents or -errno) */
+static __attribute__((noinline)) long lane_alloc_plan(struct xindex *x, uint64_t n,
+						      unsigned flags, struct hkv_extent *ext,
+						      unsigned max_ext)
+{
+	long k = xi_plan(x, n, flags & HKV_ALLOC_CONTIG);
+
+	if (k > (long)max_ext)
+		return -ENOSPC;
+	if (k > 0 && unlikely(xi_reserve_plan(x, n, k)))
+		return -ENOMEM;	/* the tags could not grow */
+	if (k >= 0)
+		xi_take(x, n, k, ext);
+	return k;
+}
+
 /**
  * lane_alloc_locked() - allocate from a locked lane and count the result
  * @pool: the pool
@@ -104,33 +119,42 @@ void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi)
  * @ext: receives the extents
  * @max_ext: room in @ext
  *
+ * Most requests are answered by one binned extent, in one step
+ * (xi_alloc_one()); the rest are planned first.
+ *
  * Return: extents, -ENOMEM or -ENOSPC (nothing taken).
  */
 int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigned flags,
 		      struct hkv_extent *ext, unsigned max_ext)
 {
-	long k = xi_plan(&l->xi, n, flags & HKV_ALLOC_CONTIG);
+	long k = likely(max_ext) ? xi_alloc_one(&l->xi, n, ext) : 0;
 
-	if (k > (long)max_ext)
-		k = -ENOSPC;
-	else if (k > 0 && unlikely(xi_reserve_plan(&l->xi, n, k)))
-		k = -ENOMEM;	/* the tags could not grow */
-	if (k < 0) {
+	if (unlikely(!k))
+		k = lane_alloc_plan(&l->xi, n, flags, ext, max_ext);
+	if (unlikely(k < 0)) {
 		l->c.alloc_failures++;
 		return (int)k;
 	}
-	xi_take(&l->xi, n, k, ext);
 	l->c.allocs++;
 	l->c.extents_returned += (uint64_t)k;
 	l->c.multi_extent_allocs += k > 1;
 	l->c.pages_allocated += n;
 	l->gen++;
-	trace_frag(pool, l, (unsigned)(l - pool->lanes));
+	trace_frag_lane(pool, l);
 	return (int)k;
 }
 
-/* lane_alloc_locked() as a lane_call(): c->n pages, c->flags, c->ext, c->max_ext */
+/**
+ * lane_alloc_fn() - lane_alloc_locked() as a lane_call()
+ * @pool: the pool
+ * @l: the lane, locked
+ * @c: c->n pages, c->flags, c->ext, c->max_ext
+ *
+ * lane_alloc_one() out of line (lane_one.h).
+ *
+ * Return: extents, -ENOMEM or -ENOSPC (nothing taken).
+ */
 int lane_alloc_fn(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
 {
-	return lane_alloc_locked(pool, l, c->n, c->flags, c->ext, c->max_ext);
+	return lane_alloc_one(pool, l, c);
 }

@@ -5,7 +5,7 @@
  * one can answer, else several). Lanes are always locked in ascending
  * order; a free is validated completely before anything is changed.
  */
-#include "internal.h"
+#include "extent.h"
 #include "trace.h"
 
 /* range checks; lanes spanned and pieces (lane and chunk splits) counted */
@@ -78,19 +78,17 @@ static void free_prefetch(const struct xindex *x, const struct hkv_extent *e)
 }
 
 /* the common call, run under the lane's lock: one extent (c->start, c->n)
- * inside one lane and one chunk */
-static int free_one_locked(struct hkv_pool *pool, struct lane *l, struct lane_call *c)
+ * inside one lane and one chunk, the index's steps inline */
+static __always_inline int free_one_locked(struct hkv_pool *pool, struct lane *l,
+					    struct lane_call *c)
 {
-	int ret = xi_reserve_free(&l->xi, c->start, c->n);
+	int ret = xi_free_checked(&l->xi, c->start, c->n);
 
-	if (!ret)
-		ret = xi_check_allocated_fast(&l->xi, c->start, c->n);
-	if (!ret) {
-		xi_free(&l->xi, c->start, c->n);
+	if (likely(!ret)) {
 		l->c.pages_freed += c->n;
 		l->c.frees++;
 		l->gen++;
-		trace_frag(pool, l, (unsigned)(l - pool->lanes));
+		trace_frag_lane(pool, l);
 	}
 	return ret;
 }
@@ -142,33 +140,17 @@ static int free_lane_locked(struct hkv_pool *pool, struct lane *l, struct lane_c
 	return free_locked(pool, c->ext, (unsigned)c->n, ln, ln, c->max_ext);
 }
 
-HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
+/* hkv_free() of anything but one extent inside one lane and one chunk:
+ * validated, then freed all or nothing; *lo_out: the lane the free probe
+ * names, *pages_out: the pages freed */
+static __attribute__((noinline)) int free_many(struct hkv_pool *pool,
+					       const struct hkv_extent *ext, unsigned n,
+					       unsigned *lo_out, uint64_t *pages_out)
 {
 	uint64_t pieces = 0, pages = 0;
 	unsigned i, lo = 0, hi = 0;
 	int ret;
 
-	if (!pool || (!ext && n)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	if (unlikely(pool_forked(pool))) {
-		ret = -ECHILD;
-		goto out;
-	}
-	if (n == 1 && ext->len && ext->start < pool->npages &&
-	    ext->len <= pool->npages - ext->start) {
-		if (pool->nlanes == 1 && !pool->chunk_pages)	/* one lane, no chunks */
-			pages = ext->len;
-		else
-			lo = lane_piece(pool, ext->start, ext->start + ext->len, &pages);
-		if (pages == ext->len) {
-			ret = free_one(pool, ext, lo);
-			pages = ret ? 0 : pages;
-			goto out;
-		}
-		pages = 0;
-	}
 	ret = n ? free_validate(pool, ext, n, &lo, &hi, &pieces) : 0;
 	if (ret || !n)
 		goto out;
@@ -188,6 +170,42 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	}
 	for (i = 0; !ret && i < n; i++)
 		pages += ext[i].len;
+out:
+	*lo_out = lo;
+	*pages_out = pages;
+	return ret;
+}
+
+HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
+{
+	uint64_t pages = 0;
+	unsigned lo = 0;
+	int ret;
+
+	if (!pool || (!ext && n)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (unlikely(pool_forked(pool))) {
+		ret = -ECHILD;
+		goto out;
+	}
+	/* the common call: one extent inside one lane and one chunk */
+	if (n == 1 && ext->len && ext->start < pool->npages &&
+	    ext->len <= pool->npages - ext->start) {
+		if (pool->nlanes != 1 || pool->chunk_pages) {
+			uint64_t len;
+
+			lo = lane_piece(pool, ext->start, ext->start + ext->len, &len);
+			if (len != ext->len)
+				goto many;
+		}
+		ret = free_one(pool, ext, lo);
+		pages = ret ? 0 : ext->len;
+		goto out;
+	}
+many:
+	ret = free_many(pool, ext, n, &lo, &pages);
 out:
 	if (HKV_PROBE_ON(free))
 		hkv_probe_free(pool ? pool->id : 0, (int)lo, pages, n, ret);

@@ -4,8 +4,7 @@
  * and the single-lane entry points: hkv_alloc(), the lane range, free pages,
  * page addresses and regions. Calls that span lanes are in multi.c.
  */
-#include "internal.h"
-#include "trace.h"
+#include "lane_one.h"
 
 static uint64_t pool_ids;
 
@@ -155,7 +154,7 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		struct lane_call c = { .n = npages, .flags = flags, .ext = ext,
 				       .max_ext = max_ext };
 
-		ret = lane_call(pool, &pool->lanes[lane], lane_alloc_fn, &c);
+		ret = lane_call(pool, &pool->lanes[lane], lane_alloc_one, &c);
 	}
 out:
 	if (HKV_PROBE_ON(alloc))	/* arguments cost loads: only when traced */

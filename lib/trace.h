@@ -103,5 +103,14 @@ static inline void trace_frag(struct hkv_pool *pool, struct lane *l, unsigned la
 	if (HKV_PROBE_ON(frag))
 		frag_emit(pool, l, lane_no);
 }
+/* frag_emit() with the lane's number found from l (cold: the division
+ * that finds it is paid only while a tracer is attached) */
+void frag_emit_lane(struct hkv_pool *pool, struct lane *l) __attribute__((cold));
+/* trace_frag() of a lane of pool->lanes */
+static inline void trace_frag_lane(struct hkv_pool *pool, struct lane *l)
+{
+	if (HKV_PROBE_ON(frag))
+		frag_emit_lane(pool, l);
+}
 
 #endif /* HKV_TRACE_H */

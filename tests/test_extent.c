@@ -637,6 +637,204 @@ static void test_churn_barriers(void **state)
 	churn_one(5, 6001, 24, 6);		/* several per line */
 }
 
+/*
+ * The one-step paths (xi_alloc_one(), xi_free_one()) against the planned
+ * ones (xi_plan(), xi_reserve_plan(), xi_take(); xi_reserve_free(),
+ * xi_check_allocated(), xi_free()) on twin indexes fed the same churn:
+ * every extent returned, every free's answer and the indexes' figures
+ * must match, and a refused free must change nothing.
+ */
+struct xi_snap {
+	void *grp, *bins, *counts;
+	size_t grp_bytes, bins_bytes, counts_bytes;
+	uint64_t free_pages, free_extents, largest;
+};
+
+static void snap_take(const struct xindex *x, struct xi_snap *sn)
+{
+	sn->grp_bytes = ((size_t)x->npages + 63) / 64 * sizeof(struct xgroup);
+	sn->bins_bytes = (size_t)(x->nexact + 1) * x->bin_stride * 8;
+	sn->counts_bytes = ((size_t)x->nlong + 1 + x->nexact + 1 +
+			    2 * (x->nlong - x->nexact)) * sizeof(uint32_t);
+	sn->grp = malloc(sn->grp_bytes);
+	sn->bins = malloc(sn->bins_bytes);
+	sn->counts = malloc(sn->counts_bytes);
+	assert_non_null(sn->grp);
+	assert_non_null(sn->bins);
+	assert_non_null(sn->counts);
+	memcpy(sn->grp, x->grp, sn->grp_bytes);
+	memcpy(sn->bins, x->bin_bits, sn->bins_bytes);
+	memcpy(sn->counts, x->bin_count, sn->counts_bytes);
+	sn->free_pages = x->free_pages;
+	sn->free_extents = x->free_extents;
+	sn->largest = x->largest;
+}
+
+/* x is as the snapshot saw it; the snapshot is released */
+static void snap_same(const struct xindex *x, struct xi_snap *sn)
+{
+	assert_int_equal(memcmp(sn->grp, x->grp, sn->grp_bytes), 0);
+	assert_int_equal(memcmp(sn->bins, x->bin_bits, sn->bins_bytes), 0);
+	assert_int_equal(memcmp(sn->counts, x->bin_count, sn->counts_bytes), 0);
+	assert_int_equal(sn->free_pages, x->free_pages);
+	assert_int_equal(sn->free_extents, x->free_extents);
+	assert_int_equal(sn->largest, x->largest);
+	free(sn->grp);
+	free(sn->bins);
+	free(sn->counts);
+}
+
+/* the planned free: its answer, nothing changed when it refuses */
+static int free_planned(struct xindex *x, uint64_t start, uint64_t len)
+{
+	int err = xi_reserve_free(x, start, len);
+
+	if (!err)
+		err = xi_check_allocated(x, start, len);
+	if (!err)
+		xi_free(x, start, len);
+	return err;
+}
+
+/* a refused one-step free changes nothing, and answers as the planned one */
+static void free_refused(struct xindex *a, struct xindex *b, uint64_t start, uint64_t len,
+			 int want)
+{
+	struct xi_snap sn;
+
+	snap_take(b, &sn);
+	assert_int_equal(xi_free_one(b, start, len), want);
+	snap_same(b, &sn);
+	assert_int_equal(free_planned(a, start, len), want);
+}
+
+static void one_step_churn(uint64_t base, uint64_t npages, uint64_t barrier, uint64_t seed)
+{
+	struct { uint64_t start, len; } *live = calloc(npages, sizeof(*live));
+	uint64_t nlive = 0, nused = 0, rng = seed, fused = 0, refused = 0;
+	struct hkv_extent ea[64], eb[64];
+	struct xindex a, b;
+
+	assert_non_null(live);
+	assert_int_equal(xi_init(&a, base, npages, barrier), 0);
+	assert_int_equal(xi_init(&b, base, npages, barrier), 0);
+	for (int op = 0; op < 8000; op++) {
+		bool alloc = nused < npages * 95 / 100 && (churn_rnd(&rng) % 2 || !nlive);
+		uint64_t r = churn_rnd(&rng) % 16;
+		/* exact bins, long bins (nexact = 60 here) and the treap */
+		uint64_t n = r < 12 ? 1 + churn_rnd(&rng) % 12 :
+			     r < 15 ? 1 + churn_rnd(&rng) % 300 : 1 + churn_rnd(&rng) % 900;
+
+		if (alloc) {
+			long k = xi_alloc_one(&b, n, eb);
+			long ka = xi_plan(&a, n, false);
+
+			if (k == 0) {	/* not one extent: nothing done, the plan answers */
+				assert_true(n > b.largest);
+				k = xi_plan(&b, n, false);
+			} else {
+				fused++;
+			}
+			assert_int_equal(k, ka);
+			if (k <= 0 || k > 64)
+				continue;
+			assert_int_equal(xi_reserve_plan(&a, n, k), 0);
+			xi_take(&a, n, k, ea);
+			if (k > 1 || ea[0].len != eb[0].len || ea[0].start != eb[0].start) {
+				/* the planned answer for b too (several extents) */
+				assert_true(k > 1);
+				assert_int_equal(xi_reserve_plan(&b, n, k), 0);
+				xi_take(&b, n, k, eb);
+			}
+			for (long i = 0; i < k; i++) {
+				assert_int_equal(ea[i].start, eb[i].start);
+				assert_int_equal(ea[i].len, eb[i].len);
+				live[nlive].start = ea[i].start;
+				live[nlive++].len = ea[i].len;
+				nused += ea[i].len;
+			}
+		} else if (nlive) {
+			uint64_t i = churn_rnd(&rng) % nlive, s = live[i].start, l = live[i].len;
+
+			if (churn_rnd(&rng) % 8 == 0 && l > 1) {
+				/* a sub-range freed first: the rest stays live */
+				assert_int_equal(xi_free_one(&b, s + 1, l - 1), 0);
+				assert_int_equal(free_planned(&a, s + 1, l - 1), 0);
+				/* the freed part again: refused, nothing changed */
+				free_refused(&a, &b, s, l, -EINVAL);
+				free_refused(&a, &b, s + l - 1, 1, -EINVAL);
+				refused += 2;
+				live[i].len = 1;
+				nused -= l - 1;
+				continue;
+			}
+			if (churn_rnd(&rng) % 8 == 0) {	/* in a unit: refused */
+				xi_set_range(a.in_unit, s - base + l - 1, 1, true);
+				xi_set_range(b.in_unit, s - base + l - 1, 1, true);
+				free_refused(&a, &b, s, l, -EBUSY);
+				xi_set_range(a.in_unit, s - base + l - 1, 1, false);
+				xi_set_range(b.in_unit, s - base + l - 1, 1, false);
+				refused++;
+			}
+			assert_int_equal(xi_free_one(&b, s, l), 0);
+			assert_int_equal(free_planned(&a, s, l), 0);
+			nused -= l;
+			live[i] = live[--nlive];
+		}
+		assert_int_equal(a.free_pages, b.free_pages);
+		assert_int_equal(a.free_extents, b.free_extents);
+		assert_int_equal(a.largest, b.largest);
+		if (op % 97 == 0) {
+			assert_int_equal(xi_check(&a), 0);
+			assert_int_equal(xi_check(&b), 0);
+		}
+	}
+	assert_true(fused > 1000);
+	assert_true(refused > 100);
+	assert_int_equal(xi_check(&a), 0);
+	assert_int_equal(xi_check(&b), 0);
+	xi_fini(&a);
+	xi_fini(&b);
+	free(live);
+}
+
+static void test_one_step_same_answers(void **state)
+{
+	(void)state;
+	one_step_churn(0, 6000, 0, 11);		/* no barrier */
+	one_step_churn(37, 6000, 0, 12);	/* unaligned base */
+	one_step_churn(0, 6000, 128, 13);	/* barriers on group lines */
+	one_step_churn(0, 6000, 100, 14);	/* barriers inside lines */
+	one_step_churn(5, 6001, 24, 15);	/* several per line */
+}
+
+/* a request for more than the largest free extent is not taken in one step:
+ * nothing changes, and the planned path answers with several extents */
+static void test_one_step_declines(void **state)
+{
+	struct hkv_extent e[4];
+	struct xindex x;
+	struct xi_snap sn;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 4096, 0), 0);
+	assert_int_equal(xi_alloc_one(&x, 100, e), 1);
+	assert_int_equal(xi_alloc_one(&x, 100, e), 1);
+	assert_int_equal(xi_free_one(&x, 0, 100), 0);		/* a 100-page hole */
+	snap_take(&x, &sn);
+	assert_int_equal(xi_alloc_one(&x, 4096 - 200 + 1, e), 0);	/* largest 3896 */
+	snap_same(&x, &sn);
+	assert_int_equal(take(&x, 4096 - 200 + 1, e), 2);	/* 3896 + 1 from the hole */
+	assert_int_equal(e[1].start, 0);
+	/* pages 1..99 are free: a free that covers some of them is refused */
+	snap_take(&x, &sn);
+	assert_int_equal(xi_free_one(&x, 50, 60), -EINVAL);
+	snap_same(&x, &sn);
+	assert_int_equal(xi_free_one(&x, 0, 1), 0);
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -657,6 +855,8 @@ int main(void)
 		cmocka_unit_test(test_long_ranges),
 		cmocka_unit_test(test_bin_lowest_levels),
 		cmocka_unit_test(test_churn_barriers),
+		cmocka_unit_test(test_one_step_same_answers),
+		cmocka_unit_test(test_one_step_declines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
