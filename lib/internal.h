@@ -47,6 +47,18 @@
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
+/*
+ * Prefetch a line for writing. GCC 12 drops __builtin_prefetch() calls of
+ * hkv_free()'s entry (free_prefetch() in multi.c) during its sinking pass,
+ * so on x86 the instruction is written out; PREFETCHW is a NOP on CPUs
+ * that lack it.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#define hkv_prefetch_w(p)	__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)(p)))
+#else
+#define hkv_prefetch_w(p)	__builtin_prefetch((p), 1)
+#endif
+
 /* relaxed atomics for gauges read without the owner's lock */
 #define HKV_LOAD(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
 #define HKV_STORE(p, v)		__atomic_store_n((p), (v), __ATOMIC_RELAXED)

@@ -69,12 +69,12 @@ static int free_check(struct hkv_pool *pool, const struct hkv_extent *ext, unsig
  */
 static void free_prefetch(const struct xindex *x, const struct hkv_extent *e)
 {
-	uint64_t s = e->start - x->base, last = HKV_MIN(s + e->len, (uint64_t)x->npages) - 1;
+	uint64_t s = e->start - x->base;
 
-	/* the group lines of the pages before and after (first and last are
-	 * nearly always in the same lines) */
-	__builtin_prefetch(&x->grp[(s ? s - 1 : s) >> 6], 1);
-	__builtin_prefetch(&x->grp[(last + 1 < x->npages ? last + 1 : last) >> 6], 1);
+	/* the group lines of the first and last pages (the neighbours' pages
+	 * are nearly always in the same lines); e is inside the lane */
+	hkv_prefetch_w(&x->grp[s >> 6]);
+	hkv_prefetch_w(&x->grp[(s + e->len - 1) >> 6]);
 }
 
 /* the common call, run under the lane's lock: one extent (c->start, c->n)
