@@ -93,16 +93,6 @@ static __always_inline int free_one_locked(struct hkv_pool *pool, struct lane *l
 	return ret;
 }
 
-static int free_one(struct hkv_pool *pool, const struct hkv_extent *e, unsigned ln)
-{
-	struct lane_call c = { .start = e->start, .n = e->len };
-	struct lane *l = &pool->lanes[ln];
-
-	if (lane_owned(l))	/* else the owner runs it: leave its lines alone */
-		free_prefetch(&l->xi, e);
-	return lane_call(pool, l, free_one_locked, &c);
-}
-
 /* the validated free of n extents in lanes lo..hi, all locked: all or
  * nothing */
 static int free_locked(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
@@ -176,9 +166,24 @@ out:
 	return ret;
 }
 
+/* hkv_free() of anything but one extent inside one lane and one chunk,
+ * with its free probe */
+static __attribute__((noinline)) int free_other(struct hkv_pool *pool,
+						const struct hkv_extent *ext, unsigned n)
+{
+	uint64_t pages;
+	unsigned lo;
+	int ret = free_many(pool, ext, n, &lo, &pages);
+
+	if (HKV_PROBE_ON(free))
+		hkv_probe_free(pool->id, (int)lo, pages, n, ret);
+	return ret;
+}
+
 HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
 {
-	uint64_t pages = 0;
+	struct lane_call c;
+	struct lane *l;
 	unsigned lo = 0;
 	int ret;
 
@@ -191,24 +196,31 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 		goto out;
 	}
 	/* the common call: one extent inside one lane and one chunk */
-	if (n == 1 && ext->len && ext->start < pool->npages &&
-	    ext->len <= pool->npages - ext->start) {
-		if (pool->nlanes != 1 || pool->chunk_pages) {
-			uint64_t len;
+	if (unlikely(n != 1 || !ext->len || ext->start >= pool->npages ||
+		     ext->len > pool->npages - ext->start))
+		return free_other(pool, ext, n);
+	if (pool->nlanes != 1 || pool->chunk_pages) {
+		uint64_t len;
 
-			lo = lane_piece(pool, ext->start, ext->start + ext->len, &len);
-			if (len != ext->len)
-				goto many;
-		}
-		ret = free_one(pool, ext, lo);
-		pages = ret ? 0 : ext->len;
-		goto out;
+		lo = lane_piece(pool, ext->start, ext->start + ext->len, &len);
+		if (len != ext->len)
+			return free_other(pool, ext, n);
 	}
-many:
-	ret = free_many(pool, ext, n, &lo, &pages);
+	/* only what lane_call_slow() reads: the extent, and no c->ext (a
+	 * free); it writes the rest before any use */
+	c.start = ext->start;
+	c.n = ext->len;
+	c.ext = NULL;
+	l = &pool->lanes[lo];
+	if (lane_owned(l))	/* else the owner runs it: leave its lines alone */
+		free_prefetch(&l->xi, ext);
+	ret = lane_call(pool, l, free_one_locked, &c);
+	if (HKV_PROBE_ON(free))
+		hkv_probe_free(pool->id, (int)lo, ret ? 0 : c.n, n, ret);
+	return ret;
 out:
 	if (HKV_PROBE_ON(free))
-		hkv_probe_free(pool ? pool->id : 0, (int)lo, pages, n, ret);
+		hkv_probe_free(pool ? pool->id : 0, (int)lo, 0, n, ret);
 	return ret;
 }
 

@@ -126,10 +126,32 @@ HKV_API uint64_t hkv_pool_id(const struct hkv_pool *pool)
 	return pool ? pool->id : 0;
 }
 
+/* hkv_alloc() with HKV_ALLOC_EVICT or HKV_LANE_ANY: *used receives the lane
+ * the alloc probe names */
+static __attribute__((noinline)) int alloc_other(struct hkv_pool *pool, uint64_t npages,
+						 unsigned lane, unsigned flags,
+						 struct hkv_extent *ext, unsigned max_ext,
+						 unsigned *used)
+{
+	struct lane_call c = { .n = npages, .flags = flags, .ext = ext, .max_ext = max_ext };
+	int ret;
+
+	if (flags & HKV_ALLOC_EVICT) {
+		ret = room_make(pool, lane, npages, flags, max_ext);
+		if (ret)
+			return ret;
+	}
+	if (lane == HKV_LANE_ANY && pool->nlanes == 1)
+		lane = *used = 0;	/* one lane: no lane choice to make */
+	if (lane == HKV_LANE_ANY)
+		return multi_alloc_any(pool, npages, flags, ext, max_ext, used);
+	return lane_call(pool, &pool->lanes[lane], lane_alloc_fn, &c);
+}
+
 HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		      unsigned flags, struct hkv_extent *ext, unsigned max_ext)
 {
-	unsigned used = lane;
+	struct lane_call c;
 	int ret;
 
 	if (unlikely(!pool || !npages || !ext || (flags & ~(HKV_ALLOC_CONTIG | HKV_ALLOC_EVICT)) ||
@@ -141,24 +163,29 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		ret = -ECHILD;
 		goto out;
 	}
-	if (flags & HKV_ALLOC_EVICT) {
-		ret = room_make(pool, lane, npages, flags, max_ext);
-		if (ret)
-			goto out;
-	}
-	if (lane == HKV_LANE_ANY && pool->nlanes == 1)
-		lane = used = 0;	/* one lane: no lane choice to make */
-	if (lane == HKV_LANE_ANY) {
-		ret = multi_alloc_any(pool, npages, flags, ext, max_ext, &used);
-	} else {
-		struct lane_call c = { .n = npages, .flags = flags, .ext = ext,
-				       .max_ext = max_ext };
+	if (unlikely((flags & HKV_ALLOC_EVICT) || lane == HKV_LANE_ANY)) {
+		unsigned used = lane;
 
-		ret = lane_call(pool, &pool->lanes[lane], lane_alloc_one, &c);
+		ret = alloc_other(pool, npages, lane, flags, ext, max_ext, &used);
+		lane = used;
+		goto out;
 	}
+	/* only what lane_call_slow() reads: the arguments (c->ext set tells
+	 * an allocation); it writes the rest before any use */
+	c.n = npages;
+	c.ext = ext;
+	c.flags = flags;
+	c.max_ext = max_ext;
+	ret = lane_call(pool, &pool->lanes[lane], lane_alloc_one, &c);
+	/* the arguments from c, which holds them anyway: none kept in a
+	 * register or a spill across the call */
+	if (HKV_PROBE_ON(alloc))
+		hkv_probe_alloc(pool->id, (int)lane, c.n, ret,
+				ret > 0 ? c.ext[0].start : 0, ret > 0 ? c.ext[0].len : 0);
+	return ret;
 out:
 	if (HKV_PROBE_ON(alloc))	/* arguments cost loads: only when traced */
-		hkv_probe_alloc(pool ? pool->id : 0, (int)used, npages, ret,
+		hkv_probe_alloc(pool ? pool->id : 0, (int)lane, npages, ret,
 				ret > 0 ? ext[0].start : 0, ret > 0 ? ext[0].len : 0);
 	return ret;
 }
