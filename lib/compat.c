@@ -3,7 +3,8 @@
  * compat.c - the legacy flat view: sorted free page ids, for callers that
  * still read a free-slot array. Materialized on demand (a bitmap walk) and
  * cached until the next mutation of any lane: each lane bumps its
- * generation on every change, so the sum of generations names a state.
+ * generation, or its allocs or frees counter, on every change, so the sum
+ * of them names a state.
  */
 #include "internal.h"
 
@@ -13,7 +14,7 @@ static uint64_t gen_sum(const struct hkv_pool *pool)
 	unsigned i;
 
 	for (i = 0; i < pool->nlanes; i++)
-		sum += pool->lanes[i].gen;
+		sum += pool->lanes[i].gen + pool->lanes[i].c.allocs + pool->lanes[i].c.frees;
 	return sum;
 }
 

@@ -400,15 +400,13 @@ static __always_inline void bin_del_low(struct xindex *x, uint64_t *bits, uint32
 		x->bin_words &= ~(1ull << (len >> 6));
 }
 
-/* smallest non-empty bin (exact or long) >= n, or 0: two words, never a
- * scan */
-static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t n)
+/* smallest non-empty bin (exact or long) >= n (n <= nlong), or 0: two
+ * words, never a scan */
+static __always_inline uint32_t bin_first_from_bins(const struct xindex *x, uint32_t n)
 {
 	uint32_t w = n >> 6;
 	uint64_t m, words;
 
-	if (n > x->nlong)
-		return 0;
 	m = x->bin_mask[w] & (~0ull << (n & 63));
 	if (!m) {
 		words = w + 1 < 64 ? x->bin_words & (~0ull << (w + 1)) : 0;
@@ -418,6 +416,12 @@ static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t 
 		m = x->bin_mask[w];
 	}
 	return (w << 6) + (uint32_t)__builtin_ctzll(m);
+}
+
+/* the same for any n: 0 above the long bins */
+static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t n)
+{
+	return n > x->nlong ? 0 : bin_first_from_bins(x, n);
 }
 
 /* the lowest-address extent of a non-empty bin, kept as the hint */
@@ -470,6 +474,8 @@ static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint3
 {
 	uint32_t id = pk.id, start = pk.start, len = pk.len;
 
+	if (!n)			/* never: every caller takes pages; lets the */
+		__builtin_unreachable();	/* range below skip its test */
 	x->plan_id = XI_NIL;
 	bin_del_low(x, bin_bits(x, len), start >> 6, len, pk.more);	/* a pick's group */
 	if (len == n) {
@@ -517,7 +523,9 @@ static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hk
 
 	if (unlikely(n > x->largest))	/* several extents, or -ENOMEM */
 		return 0;
-	bin = bin_first_from(x, (uint32_t)HKV_MIN(n, (uint64_t)x->nlong + 1));
+	if (unlikely(n > x->nlong))	/* only the treap holds a fit */
+		return xi_alloc_carved(x, n, 0, ext);
+	bin = bin_first_from_bins(x, (uint32_t)n);
 	if (unlikely(!bin || bin > x->nexact))
 		return xi_alloc_carved(x, n, bin, ext);
 	/* the leaf word the take clears: its miss overlaps the group's */

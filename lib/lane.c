@@ -138,8 +138,7 @@ int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigne
 	l->c.allocs++;
 	l->c.extents_returned += (uint64_t)k;
 	l->c.multi_extent_allocs += k > 1;
-	l->c.pages_allocated += n;
-	l->gen++;
+	l->c.pages_allocated += n;	/* allocs++ stands for gen++ */
 	trace_frag_lane(pool, l);
 	return (int)k;
 }

@@ -29,8 +29,7 @@ static __always_inline int lane_alloc_one(struct hkv_pool *pool, struct lane *l,
 	}
 	l->c.allocs++;
 	l->c.extents_returned++;
-	l->c.pages_allocated += c->n;
-	l->gen++;
+	l->c.pages_allocated += c->n;	/* allocs++ stands for gen++ */
 	trace_frag_lane(pool, l);
 	return 1;
 }

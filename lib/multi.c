@@ -86,8 +86,7 @@ static __always_inline int free_one_locked(struct hkv_pool *pool, struct lane *l
 
 	if (likely(!ret)) {
 		l->c.pages_freed += c->n;
-		l->c.frees++;
-		l->gen++;
+		l->c.frees++;		/* stands for gen++ */
 		trace_frag_lane(pool, l);
 	}
 	return ret;
