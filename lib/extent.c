@@ -128,7 +128,6 @@ void refresh_largest(struct xindex *x)
 /* file free extent id, [start, +len), in the index (extent.h) */
 void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
-	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
 		bin_insert(x, id, start, len);
 	else if (len <= x->nlong)
@@ -142,7 +141,6 @@ void idx_insert(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 
 static void idx_remove(struct xindex *x, uint32_t id, uint32_t start, uint32_t len)
 {
-	x->plan_id = XI_NIL;
 	if (len <= x->nexact)
 		bin_remove(x, id, start, len);
 	else if (len <= x->nlong)
@@ -159,6 +157,7 @@ static __always_inline uint32_t any_pick(const struct xindex *x, uint32_t bin)
 {
 	if (likely(bin <= x->nexact))
 		return bin_pick(x, bin);
+	((struct xindex *)x)->hint.id = XI_NIL;	/* not a bin pick */
 	return x->long_bin[2 * (bin - x->nexact - 1) + 1];
 }
 
@@ -169,6 +168,7 @@ static __always_inline uint32_t find_fit_inline(const struct xindex *x, uint64_t
 
 	if (likely(bin))
 		return any_pick(x, bin);
+	((struct xindex *)x)->hint.id = XI_NIL;	/* not a bin pick */
 	return tree_lower_bound(x, n);
 }
 
@@ -182,8 +182,10 @@ static uint32_t find_largest(const struct xindex *x)
 {
 	uint32_t bin;
 
-	if (x->root != XI_NIL)	/* the lowest of the longest */
+	if (x->root != XI_NIL) {	/* the lowest of the longest */
+		((struct xindex *)x)->hint.id = XI_NIL;	/* not a bin pick */
 		return tree_lower_bound(x, x->node[x->tree_max].len);
+	}
 	bin = (uint32_t)x->largest;	/* with the treap empty, the largest bin */
 	return bin ? any_pick(x, bin) : XI_NIL;
 }
@@ -395,6 +397,9 @@ static __attribute__((noinline)) void take_carved(struct xindex *x, uint64_t n, 
  * @n: pages (> 0, <= free pages)
  * @nplan: extents, as returned by xi_plan()
  * @ext: receives @nplan extents, largest first, best-fit remainder last
+ *
+ * Right after xi_reserve_plan(x, n, nplan), with no change in between: one
+ * extent is the fit it picked.
  */
 void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext)
 {
@@ -579,6 +584,7 @@ void free_merge(struct xindex *x, uint32_t s, uint32_t e, bool left, bool right)
 	uint32_t e0 = e, id = XI_NIL, nb;
 	bool start_tagged = false, end_tagged = false;
 
+	x->hint.id = XI_NIL;	/* a neighbour is no pick: bin_remove() must look */
 	if (left) {
 		id = tag_get(x, s - 1);
 		idx_remove(x, id, x->node[id].start, x->node[id].len);

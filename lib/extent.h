@@ -352,7 +352,6 @@ static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64
  * node is marked by the caller) */
 static __always_inline void bin_add(struct xindex *x, uint32_t start, uint32_t len)
 {
-	x->hint.id = XI_NIL;
 	bits_set(x, bin_bits(x, len), start >> 6);
 	x->bin_low[len] = HKV_MIN(x->bin_low[len], start >> 6);	/* XI_NIL when empty */
 	x->bin_mask[len >> 6] |= 1ull << (len & 63);
@@ -377,7 +376,6 @@ static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t l
 {
 	uint32_t g = start >> 6;
 
-	x->hint.id = XI_NIL;
 	if (!more) {
 		if (g == x->bin_low[len])
 			x->bin_low[len] = bits_clear_lowest(x, bin_bits(x, len), g);
@@ -393,7 +391,6 @@ static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t l
 static __always_inline void bin_del_low(struct xindex *x, uint64_t *bits, uint32_t g,
 					uint32_t len, bool more)
 {
-	x->hint.id = XI_NIL;
 	if (!more)
 		x->bin_low[len] = bits_clear_lowest(x, bits, g);
 	if (!--x->bin_count[len] && !(x->bin_mask[len >> 6] &= ~(1ull << (len & 63))))
@@ -476,7 +473,6 @@ static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint3
 
 	if (!n)			/* never: every caller takes pages; lets the */
 		__builtin_unreachable();	/* range below skip its test */
-	x->plan_id = XI_NIL;
 	bin_del_low(x, bin_bits(x, len), start >> 6, len, pk.more);	/* a pick's group */
 	if (len == n) {
 		tags_clear(x, start, len);
@@ -581,7 +577,6 @@ static __always_inline void free_piece(struct xindex *x, uint64_t start, uint64_
 		x->node[id].len = (uint32_t)len;
 		tags_add(x, s, e, id);
 		if (likely(len <= x->nexact)) {
-			x->plan_id = XI_NIL;
 			bin_insert(x, id, s, (uint32_t)len);
 			x->free_extents++;
 			if (len > x->largest)

@@ -335,9 +335,12 @@ struct xindex {
 	uint64_t *bin_bits;	/* per bin: groups where its extents start */
 	uint32_t bin_stride, bin_levels;	/* words per bin, levels */
 	uint32_t bin_off[XI_LEVELS];	/* word offset of each level (leaf first) */
-	struct xpick hint;	/* last bin pick (id XI_NIL: none since a bin changed) */
+	/* the last pick's figures if it was a bin pick, else id XI_NIL; read
+	 * only right after that pick (nothing invalidates it on a change) */
+	struct xpick hint;
 	bool runs_exact;	/* no barrier inside a group line (run = extent) */
-	uint32_t plan_id;	/* xi_reserve_plan()'s fit for plan_n pages */
+	uint32_t plan_id;	/* xi_reserve_plan()'s fit for plan_n pages, for
+				 * the xi_take() that follows it */
 	uint64_t plan_n;
 	uint64_t *bin_mask;	/* bitmap of non-empty bins (exact and long) */
 	uint64_t bin_words;	/* bitmap of non-zero bin_mask words (<= 17) */
@@ -376,7 +379,8 @@ static inline long xi_plan(const struct xindex *x, uint64_t n, bool contig)
 		return 1;
 	return contig ? -ENOMEM : xi_plan_multi(x, n);
 }
-/* take n pages as exactly nplan extents (from xi_plan) into ext */
+/* take n pages as exactly nplan extents (from xi_plan), right after
+ * xi_reserve_plan() of them (nothing changed in between) */
 void xi_take(struct xindex *x, uint64_t n, long nplan, struct hkv_extent *ext);
 /* the best fit for n pages taken into ext when one extent answers: 1; 0
  * if none does (nothing done: xi_plan() and the rest answer); -ENOMEM */

@@ -810,6 +810,35 @@ static void test_one_step_same_answers(void **state)
 
 /* a request for more than the largest free extent is not taken in one step:
  * nothing changes, and the planned path answers with several extents */
+/*
+ * A pick's figures (x->hint) are not invalidated by later changes, so a
+ * merging free must not take them for its neighbour: here the hint says
+ * A's group holds no other extent of A's bin, which stops being true when
+ * C is freed; freeing B then takes A out of its bin beside C.
+ */
+static void test_stale_pick(void **state)
+{
+	struct hkv_extent e[2];
+	struct xindex x;
+
+	(void)state;
+	assert_int_equal(xi_init(&x, 0, 6400, 0), 0);	/* lengths 1..64 binned */
+	assert_int_equal(take(&x, 4, e), 1);		/* A [0, 4) */
+	assert_int_equal(take(&x, 1, e), 1);		/* B [4, 5) */
+	assert_int_equal(take(&x, 5, e), 1);		/* D [5, 10) */
+	assert_int_equal(take(&x, 4, e), 1);		/* C [10, 14) */
+	assert_int_equal(e[0].start, 10);
+	assert_int_equal(take(&x, 6386, e), 1);
+	put(&x, 0, 4);
+	assert_int_equal(xi_fit_len(&x, 4), 4);		/* picks A */
+	put(&x, 10, 4);
+	put(&x, 4, 1);					/* A + B */
+	assert_int_equal(take(&x, 4, e), 1);
+	assert_int_equal(e[0].start, 10);		/* C, still in bin 4 */
+	assert_int_equal(xi_check(&x), 0);
+	xi_fini(&x);
+}
+
 static void test_one_step_declines(void **state)
 {
 	struct hkv_extent e[4];
@@ -857,6 +886,7 @@ int main(void)
 		cmocka_unit_test(test_churn_barriers),
 		cmocka_unit_test(test_one_step_same_answers),
 		cmocka_unit_test(test_one_step_declines),
+		cmocka_unit_test(test_stale_pick),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
