@@ -563,10 +563,16 @@ static __always_inline void free_piece(struct xindex *x, uint64_t start, uint64_
 				       uint64_t *w, uint64_t m, uint64_t m2)
 {
 	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
-	/* the neighbours' pages, outside [s, e): their bits are as before */
-	bool left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
-	bool right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+	uint64_t nb = m << 1 | m >> 1;	/* with m's own bits, set */
+	bool left = false, right = false;
 
+	/* the neighbours' pages, outside [s, e): their bits are as before.
+	 * Most pieces lie inside one word with a page on either side in it
+	 * and (runs_exact) no barrier there: the word the check read tells */
+	if (!w || m2 || (m & (1ull | 1ull << 63)) || !x->runs_exact || (w[0] & nb) != nb) {
+		left = s > 0 && !at_barrier(x, s) && xi_page_free(x, s - 1);
+		right = e < x->npages && !at_barrier(x, e) && xi_page_free(x, e);
+	}
 	if (unlikely(left || right)) {
 		/* first: the bin tests read run lengths from these bits */
 		free_bits(x, s, len, w, m, m2);

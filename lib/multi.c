@@ -214,8 +214,8 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	if (lane_owned(l))	/* else the owner runs it: leave its lines alone */
 		free_prefetch(&l->xi, ext);
 	ret = lane_call(pool, l, free_one_locked, &c);
-	if (HKV_PROBE_ON(free))
-		hkv_probe_free(pool->id, (int)lo, ret ? 0 : c.n, n, ret);
+	if (HKV_PROBE_ON(free))	/* the lane from l: lo is not kept across */
+		hkv_probe_free(pool->id, (int)(l - pool->lanes), ret ? 0 : c.n, n, ret);
 	return ret;
 out:
 	if (HKV_PROBE_ON(free))

@@ -839,6 +839,68 @@ static void test_stale_pick(void **state)
 	xi_fini(&x);
 }
 
+/*
+ * xi_free_one() reads a piece's neighbours from the word its check read
+ * when the piece lies inside one word with a page either side (and only
+ * line-end barriers); pieces at word ends, across words and in spaces with
+ * barriers inside lines look them up. Every free's merges against a model:
+ * free runs cut at barriers are the free extents.
+ */
+static void test_free_neighbours(void **state)
+{
+	static const uint32_t barriers[] = { 0, 64, 40 };
+	struct hkv_extent e[1];
+	bool fr[256];
+	struct xindex x;
+
+	(void)state;
+	for (unsigned b = 0; b < 3; b++) {
+		uint32_t bar = barriers[b], seed = 7 + b;
+
+		assert_int_equal(xi_init(&x, 0, 256, bar), 0);
+		for (unsigned p = 0; p < 256; p++) {	/* every page taken */
+			assert_int_equal(take(&x, 1, e), 1);
+			fr[p] = false;
+		}
+		for (unsigned round = 0; round < 4000; round++) {
+			uint32_t s, len, runs = 0, big = 0, run = 0;
+
+			seed = seed * 1103515245 + 12345;
+			s = (seed >> 8) % 256;
+			len = 1 + (seed >> 20) % 70;
+			if (s + len > 256)
+				len = 256 - s;
+			for (uint32_t p = s + 1; bar && p < s + len; p++)
+				if (p % bar == 0)
+					len = p - s;	/* not across a barrier */
+			for (uint32_t p = s; p < s + len; p++)
+				if (fr[p])
+					len = p - s;	/* allocated pages only */
+			if (!len) {	/* take one back instead */
+				if (take(&x, 1, e) == 1)
+					fr[e[0].start] = false;
+				continue;
+			}
+			assert_int_equal(xi_free_one(&x, s, len), 0);
+			for (uint32_t p = s; p < s + len; p++)
+				fr[p] = true;
+			for (uint32_t p = 0; p <= 256; p++) {
+				if (p < 256 && fr[p] && !(run && bar && p % bar == 0)) {
+					run++;
+					continue;
+				}
+				runs += run > 0;
+				big = HKV_MAX(big, run);
+				run = p < 256 && fr[p];
+			}
+			assert_int_equal(x.free_extents, runs);
+			assert_int_equal(x.largest, big);
+			assert_int_equal(xi_check(&x), 0);
+		}
+		xi_fini(&x);
+	}
+}
+
 static void test_one_step_declines(void **state)
 {
 	struct hkv_extent e[4];
@@ -887,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_one_step_same_answers),
 		cmocka_unit_test(test_one_step_declines),
 		cmocka_unit_test(test_stale_pick),
+		cmocka_unit_test(test_free_neighbours),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
