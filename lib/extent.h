@@ -464,16 +464,19 @@ static __always_inline void node_put(struct xindex *x, uint32_t id)
 /*
  * n pages from the front of a bin pick's extent, all from the figures the
  * pick read in its group line: the node is written, never read (a bin
- * node's prio and parent are 0 already).
+ * node's prio and parent are 0 already). bits: the pick's bin's bitmap.
  */
-static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint32_t n,
-					struct hkv_extent *out)
+static __always_inline void take_binned_in(struct xindex *x, struct xpick pk, uint32_t n,
+					   struct hkv_extent *out, uint64_t *bits)
 {
 	uint32_t id = pk.id, start = pk.start, len = pk.len;
 
 	if (!n)			/* never: every caller takes pages; lets the */
 		__builtin_unreachable();	/* range below skip its test */
-	bin_del_low(x, bin_bits(x, len), start >> 6, len, pk.more);	/* a pick's group */
+	/* apart from out->start (another block): two plain stores, not one
+	 * assembled in a vector register */
+	out->len = n;
+	bin_del_low(x, bits, start >> 6, len, pk.more);	/* a pick's group */
 	if (len == n) {
 		tags_clear(x, start, len);
 		node_put(x, id);
@@ -488,7 +491,13 @@ static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint3
 		refresh_largest(x);
 	xi_set_range(x->allocated, start, n, true);
 	out->start = x->base + start;
-	out->len = n;
+}
+
+/* the same, the bitmap found here */
+static __always_inline void take_binned(struct xindex *x, struct xpick pk, uint32_t n,
+					struct hkv_extent *out)
+{
+	take_binned_in(x, pk, n, out, bin_bits(x, pk.len));
 }
 
 /* would carving n pages from the front of the pick add a tag to a full
@@ -515,7 +524,8 @@ static inline bool carve_needs_block(const struct xindex *x, const struct xpick 
 static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hkv_extent *ext)
 {
 	struct xpick pk;
-	uint32_t bin;
+	uint32_t bin, low;
+	uint64_t *bits;
 
 	if (unlikely(n > x->largest))	/* several extents, or -ENOMEM */
 		return 0;
@@ -524,14 +534,17 @@ static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hk
 	bin = bin_first_from_bins(x, (uint32_t)n);
 	if (unlikely(!bin || bin > x->nexact))
 		return xi_alloc_carved(x, n, bin, ext);
+	/* the bin's bitmap, once: a block grown below moves none */
+	bits = bin_bits(x, bin);
+	low = x->bin_low[bin];
 	/* the leaf word the take clears: its miss overlaps the group's */
-	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
-	pk = group_lowest(x, x->bin_low[bin], bin);
+	__builtin_prefetch(&bits[low >> 6], 1);
+	pk = group_lowest(x, low, bin);
 	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
 		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
 	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, &pk, n) && xi_reserve_grow(x, 1))
 		return -ENOMEM;
-	take_binned(x, pk, (uint32_t)n, ext);
+	take_binned_in(x, pk, (uint32_t)n, ext, bits);
 	HKV_STORE(&x->free_pages, x->free_pages - n);
 	return 1;
 }
