@@ -143,6 +143,25 @@ static __always_inline void tags_clear(struct xindex *x, uint32_t start, uint32_
 		tag_clear(x, last);
 }
 
+/* tags_clear() of a bin pick's extent: the start key is in the pick's slot
+ * of a line-held group; the end key (a one-page extent has none, and then
+ * nothing matches: the start key was the page's only one) in one pass */
+static __always_inline void tags_clear_pick(struct xindex *x, uint32_t start, uint32_t len,
+					    unsigned slot)
+{
+	struct xgroup *g = &x->grp[start >> 6];
+	uint32_t last = start + len - 1;
+
+	if (likely(start >> 6 == last >> 6 && !g->blk)) {
+		uint64_t k = g->keys & ~(0xffull << (8 * slot));
+		uint64_t z = zero_bytes(k ^ BYTES((last & 63) + 1));
+
+		g->keys = k & ~((z >> 7) * 0xff);
+		return;
+	}
+	tags_clear(x, start, len);
+}
+
 /* the first page of id moves from p to q (carving): one key rewritten when
  * both are in one line-held group */
 static __always_inline void tag_move(struct xindex *x, uint32_t p, uint32_t q, uint32_t id)
@@ -250,7 +269,7 @@ static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_
 {
 	const struct xgroup *gr = &x->grp[g];
 	uint64_t keys = gr->keys, alloc = gr->alloc, starts = keys & BYTES(XI_KEY_START);
-	uint32_t best = XI_NIL, besto = 64, n = 0;
+	uint32_t best = XI_NIL, besto = 64, n = 0, bests = 0;
 	bool exact = x->runs_exact;	/* loaded once, not per tag */
 
 	if (unlikely(gr->blk)) {
@@ -267,7 +286,7 @@ static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_
 		return (struct xpick){ .id = gr->id[i],
 				       .start = (uint32_t)(g << 6) +
 						(uint32_t)((keys >> (8 * i)) & 0x7f) - 1,
-				       .len = bin, .more = false };
+				       .len = bin, .more = false, .slot = (uint8_t)i };
 	}
 	for (uint64_t f = starts; f; f &= f - 1) {
 		int i = __builtin_ctzll(f) >> 3;
@@ -282,11 +301,12 @@ static __always_inline struct xpick group_lowest(const struct xindex *x, uint64_
 			if (o < besto) {
 				besto = o;
 				best = id;
+				bests = (uint32_t)i;
 			}
 		}
 	}
 	return (struct xpick){ .id = best, .start = (uint32_t)(g << 6) + besto, .len = bin,
-			       .more = n > 1 };
+			       .more = n > 1, .slot = (uint8_t)bests };
 }
 
 /* set leaf bit i and its summaries: every level, since a summary bit that
@@ -478,7 +498,7 @@ static __always_inline void take_binned_in(struct xindex *x, struct xpick pk, ui
 	out->len = n;
 	bin_del_low(x, bits, start >> 6, len, pk.more);	/* a pick's group */
 	if (len == n) {
-		tags_clear(x, start, len);
+		tags_clear_pick(x, start, len, pk.slot);
 		node_put(x, id);
 		x->free_extents--;
 	} else {

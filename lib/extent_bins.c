@@ -52,6 +52,7 @@ void group_lowest_crowded(const struct xindex *x, uint64_t g, uint32_t bin,
 	}
 	pick->len = bin;
 	pick->more = n > 1;
+	pick->slot = 0;		/* no key slots: tags_clear_pick() looks */
 }
 
 void bits_clear(const struct xindex *x, uint64_t *bits, uint64_t i)

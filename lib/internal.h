@@ -318,6 +318,7 @@ struct xgroup {
 struct xpick {
 	uint32_t id, start, len;
 	bool more;		/* a bin pick: its group holds another of the bin */
+	uint8_t slot;		/* a bin pick in a line-held group: its start key's */
 };
 
 struct xindex {
