@@ -254,7 +254,11 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 						((base + p) / barrier + 1) * barrier - base);
 		x->node[id].start = p;
 		x->node[id].len = end - p;
-		if ((group_full(&x->grp[p >> 6]) || group_full(&x->grp[(end - 1) >> 6])) &&
+		/* its two tags: one line needs two free slots (barriers closer
+		 * than a line put several extents in one), two lines one each */
+		if ((p >> 6 == (end - 1) >> 6 ? group_nearly_full(&x->grp[p >> 6])
+					      : group_full(&x->grp[p >> 6]) ||
+						group_full(&x->grp[(end - 1) >> 6])) &&
 		    xi_reserve_grow(x, 2)) {
 			xi_fini(x);
 			return -ENOMEM;

@@ -586,6 +586,7 @@ static void churn_one(uint64_t base, uint64_t npages, uint64_t barrier, uint64_t
 	assert_non_null(live);
 	assert_non_null(used);
 	assert_int_equal(xi_init(&x, base, npages, barrier), 0);
+	assert_int_equal(xi_check(&x), 0);
 	for (int op = 0; op < 6000; op++) {
 		bool alloc = nused < npages * 95 / 100 && (churn_rnd(&rng) % 2 || !nlive);
 		uint64_t n = churn_rnd(&rng) % 8 ? 1 + churn_rnd(&rng) % 12 : 1 + churn_rnd(&rng) % 300;
@@ -635,6 +636,13 @@ static void test_churn_barriers(void **state)
 	churn_one(37, 6000, 128, 4);		/* ... not on this space's lines */
 	churn_one(0, 6000, 100, 5);		/* barriers inside lines */
 	churn_one(5, 6001, 24, 6);		/* several per line */
+	/* more extents in a line at creation than its tag slots hold: the
+	 * overflow blocks are reserved for them (a line with one free slot
+	 * left and a two-tag extent to file used to take a block it had not
+	 * reserved, and a later take crashed) */
+	churn_one(0, 256, 10, 7);
+	churn_one(3, 3000, 7, 8);
+	churn_one(0, 640, 1, 9);		/* every page a barrier */
 }
 
 /*

@@ -368,6 +368,41 @@ static void test_strerror(void **state)
 	assert_non_null(strstr(hkv_strerror(-ENOSPC), "extents"));
 }
 
+/* registration chunks of a few KV pages put more free extents in one group
+ * line at creation than its tag slots hold: every page can still be taken
+ * one by one, given back, and the pool stays consistent */
+static void test_small_chunks(void **state)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 256, .page_bytes = 64 << 10,
+				   .chunk_bytes = 640 << 10, .backing = HKV_BACKING_SMALL,
+				   .numa_node = -1 };
+	struct hkv_extent e[256];
+	bool seen[256] = { false };
+	struct hkv_pool *p;
+
+	(void)state;
+	assert_int_equal(hkv_pool_create(&o, &p), 0);
+	assert_int_equal(hkv_check(p), 0);
+	for (unsigned i = 0; i < 256; i++) {
+		assert_int_equal(hkv_alloc(p, 1, HKV_LANE_ANY, 0, &e[i], 1), 1);
+		assert_true(e[i].start < 256);
+		assert_false(seen[e[i].start]);
+		seen[e[i].start] = true;
+	}
+	assert_int_equal(e[0].start, 250);	/* best fit: the 6-page chunk first */
+	assert_int_equal(hkv_alloc(p, 1, HKV_LANE_ANY, 0, &e[0], 1), -ENOMEM);
+	assert_int_equal(hkv_check(p), 0);
+	for (unsigned i = 0; i < 256; i += 2)
+		assert_int_equal(hkv_free(p, &e[i], 1), 0);
+	for (unsigned i = 1; i < 256; i += 2)
+		assert_int_equal(hkv_free(p, &e[i], 1), 0);
+	assert_int_equal(hkv_available(p), 256);
+	assert_int_equal(hkv_alloc(p, 10, HKV_LANE_ANY, HKV_ALLOC_CONTIG, e, 1), 1);
+	assert_int_equal(hkv_alloc(p, 11, HKV_LANE_ANY, HKV_ALLOC_CONTIG, e, 1), -ENOMEM);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_extents_allocated),
 		cmocka_unit_test(test_lane_metadata),
 		cmocka_unit_test(test_strerror),
+		cmocka_unit_test(test_small_chunks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
