@@ -98,19 +98,15 @@ static __always_inline void tags_add(struct xindex *x, uint32_t s, uint32_t e, u
 		unsigned i = (unsigned)__builtin_ctzll(z) >> 3;
 		unsigned j = (unsigned)__builtin_ctzll(z & (z - 1)) >> 3;
 		uint64_t first = (s & 63) + 1 + XI_KEY_START;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* key byte i is the i-th byte in memory: one store each, no
-		 * shifts. A one-page extent has no end key: what would be it
-		 * goes to slot i, which its start key then overwrites */
-		uint8_t *kb = (uint8_t *)&g->keys;
-
-		j = e - s > 1 ? j : i;
-		kb[j] = (uint8_t)(((e - 1) & 63) + 1);
-		kb[i] = (uint8_t)first;
-#else
 		/* a one-page extent has no end key: its slot stays empty */
 		uint64_t end = (((e - 1) & 63) + 1) & -(uint64_t)(e - s > 1);
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* key byte i is the i-th byte in memory: one store each, no
+		 * shifts (writing 0 to the empty slot j keeps it empty) */
+		((uint8_t *)&g->keys)[i] = (uint8_t)first;
+		((uint8_t *)&g->keys)[j] = (uint8_t)end;
+#else
 		g->keys |= first << (8 * i) | end << (8 * j);
 #endif
 		g->id[i] = id;
