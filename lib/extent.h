@@ -101,14 +101,7 @@ static __always_inline void tags_add(struct xindex *x, uint32_t s, uint32_t e, u
 		/* a one-page extent has no end key: its slot stays empty */
 		uint64_t end = (((e - 1) & 63) + 1) & -(uint64_t)(e - s > 1);
 
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* key byte i is the i-th byte in memory: one store each, no
-		 * shifts (writing 0 to the empty slot j keeps it empty) */
-		((uint8_t *)&g->keys)[i] = (uint8_t)first;
-		((uint8_t *)&g->keys)[j] = (uint8_t)end;
-#else
 		g->keys |= first << (8 * i) | end << (8 * j);
-#endif
 		g->id[i] = id;
 		g->id[j] = id;
 		return;
