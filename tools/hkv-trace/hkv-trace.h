@@ -71,6 +71,7 @@ struct view *view_new(struct tracer *t, const struct tr_opts *o);
 void view_free(struct view *v);
 int view_event(void *ctx, void *data, size_t sz);	/* ring buffer callback */
 void view_tick(struct view *v, double elapsed);	/* live view, each interval */
+bool view_moved(struct view *v);		/* a pool moved since the last tick */
 void view_final(struct view *v, double elapsed);	/* at exit: hist, json */
 
 #endif /* HKV_TRACE_TOOL_H */

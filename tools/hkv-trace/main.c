@@ -231,8 +231,11 @@ static int run(struct tracer *t, struct view *v, const struct tr_opts *o)
 	if (pidfd >= 0)
 		close(pidfd);
 	ring_buffer__consume(t->rb);
-	if (tool_now_s() - last > 0.05)
-		view_tick(v, tool_now_s() - last);	/* the last partial interval */
+	/* the last partial interval: unless it is too short to say anything,
+	 * or it is short but something happened in it (a burst just before
+	 * the stop would be shown nowhere else) */
+	if (tool_now_s() - last > 0.05 || view_moved(v))
+		view_tick(v, tool_now_s() - last);
 	view_final(v, tool_now_s() - t0);
 	return ret;
 }

@@ -311,6 +311,25 @@ static void print_peers(const struct view *v, double dt)
 }
 
 /**
+ * view_moved() - did any pool move since the last tick?
+ * @v: the view
+ *
+ * Return: true when a pool is new or its counters changed.
+ */
+bool view_moved(struct view *v)
+{
+	read_pools(v);
+	for (unsigned i = 0; i < v->ncur; i++) {
+		const struct pool_row *r = &v->cur[i];
+		const struct pool_row *p = row_find(v->prev, v->nprev, r->key.tgid, r->key.pool);
+
+		if (!p || memcmp(&p->st, &r->st, sizeof(r->st)))
+			return true;
+	}
+	return false;
+}
+
+/**
  * view_tick() - print the live view for the interval that just ended
  * @v: the view
  * @dt: seconds since the previous tick
