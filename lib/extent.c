@@ -431,9 +431,7 @@ long xi_alloc_carved(struct xindex *x, uint64_t n, uint32_t bin, struct hkv_exte
 	uint32_t id = bin ? x->long_bin[2 * (bin - x->nexact - 1) + 1] : tree_lower_bound(x, n);
 	struct xpick pk = { .id = id, .start = x->node[id].start, .len = x->node[id].len };
 
-	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
-		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
-	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, &pk, n) && xi_reserve_grow(x, 1))
+	if (unlikely(pick_reserve(x, &pk, n)))
 		return -ENOMEM;
 	carve(x, pk, n, ext);
 	HKV_STORE(&x->free_pages, x->free_pages - n);
@@ -479,11 +477,7 @@ int xi_reserve_plan(struct xindex *x, uint64_t n, long k)
 	x->plan_id = find_fit_inline(x, n);
 	x->plan_n = n;
 	pk = pick_of(x, x->plan_id);
-	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
-		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
-	if (likely(x->ovf_nfree) || !carve_needs_block(x, &pk, n))
-		return 0;
-	return xi_reserve_grow(x, 1);
+	return pick_reserve(x, &pk, n);
 }
 
 /**

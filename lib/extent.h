@@ -533,6 +533,18 @@ static inline bool carve_needs_block(const struct xindex *x, const struct xpick 
 	return group_full(&x->grp[t >> 6]);
 }
 
+/* before carving n pages from the pick: prefetch the leaf word the rest
+ * goes to, and make sure an overflow block is free if the carve adds a tag
+ * to a full group line; 0 or -ENOMEM */
+static __always_inline int pick_reserve(struct xindex *x, const struct xpick *pk, uint64_t n)
+{
+	if (pk->len - n - 1 < x->nexact)	/* the rest's leaf word */
+		__builtin_prefetch(&bin_bits(x, pk->len - (uint32_t)n)[(pk->start + n) >> 12], 1);
+	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, pk, n))
+		return xi_reserve_grow(x, 1);
+	return 0;
+}
+
 /*
  * What xi_plan(), xi_reserve_plan() and xi_take() do for a request that one
  * extent answers, with the pick kept in registers instead of handed from
@@ -560,9 +572,7 @@ static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hk
 	/* the leaf word the take clears: its miss overlaps the group's */
 	__builtin_prefetch(&bits[low >> 6], 1);
 	pk = group_lowest(x, low, bin);
-	if (pk.len - n - 1 < x->nexact)	/* the rest's leaf word */
-		__builtin_prefetch(&bin_bits(x, pk.len - (uint32_t)n)[(pk.start + n) >> 12], 1);
-	if (unlikely(!x->ovf_nfree) && carve_needs_block(x, &pk, n) && xi_reserve_grow(x, 1))
+	if (unlikely(pick_reserve(x, &pk, n)))
 		return -ENOMEM;
 	take_binned_in(x, pk, (uint32_t)n, ext, bits);
 	HKV_STORE(&x->free_pages, x->free_pages - n);
