@@ -72,6 +72,8 @@ struct lanes_opts {
 	struct sizes sizes;
 	double mops[NCFG][LANES_MAX_REPEAT], med[NCFG];
 	double served[NCFG][LANES_MAX_REPEAT], served_med[NCFG];	/* share of calls */
+	/* per-round ratio to one thread: median, lowest, highest */
+	double ratio_med[NCFG], ratio_min[NCFG], ratio_max[NCFG];
 };
 
 static void lt_pin(const struct lthread *t)
@@ -329,7 +331,8 @@ static const char lanes_usage[] =
 "  --ops N              measured ops per thread (default 1M)\n"
 "  --occupancy F        live share (default 0.95)\n"
 "  --sizes S            default|FILE, as for churn (capped at 4096 pages)\n"
-"  --repeat R           runs per configuration; medians reported (default 3)\n";
+"  --repeat R           rounds (each runs every configuration once, order\n"
+"                       alternating); medians reported (default 3)\n";
 
 static const struct option lanes_opts[] = {
 	{ "pages", 1, NULL, 'p' }, { "ops", 1, NULL, 'o' },
@@ -386,15 +389,28 @@ static int lanes_measure(void *st)
 	int err = 0;
 
 	for (unsigned r = 0; r < o->repeat && !err; r++)
-		for (int c = 0; c < NCFG && !err; c++)
+		for (int i = 0; i < NCFG && !err; i++) {
+			int c = r % 2 ? NCFG - 1 - i : i;	/* drift hits both ends */
+
 			err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r], &o->served[c][r]);
+		}
 	if (err) {
 		fprintf(stderr, "hkv-bench lanes: %s\n", hkv_strerror(err));
 		return err;
 	}
 	for (int c = 0; c < NCFG; c++) {
+		double ratio[LANES_MAX_REPEAT];
+
 		o->med[c] = median_d(o->mops[c], o->repeat);
 		o->served_med[c] = median_d(o->served[c], o->repeat);
+		for (unsigned r = 0; r < o->repeat; r++)
+			ratio[r] = o->mops[0][r] > 0 ? o->mops[c][r] / o->mops[0][r] : 0;
+		o->ratio_med[c] = median_d(ratio, o->repeat);
+		o->ratio_min[c] = o->ratio_max[c] = ratio[0];
+		for (unsigned r = 1; r < o->repeat; r++) {
+			o->ratio_min[c] = ratio[r] < o->ratio_min[c] ? ratio[r] : o->ratio_min[c];
+			o->ratio_max[c] = ratio[r] > o->ratio_max[c] ? ratio[r] : o->ratio_max[c];
+		}
 	}
 	return 0;
 }
@@ -404,13 +420,17 @@ static void lanes_report(void *st, struct json *j)
 	const struct lanes_opts *o = st;
 
 	if (!j) {
-		printf("lanes: %llu pages, occupancy %.2f, %llu ops per thread, median of %u\n",
-		       (unsigned long long)o->pages, o->occupancy,
+		printf("lanes: %llu pages, occupancy %.2f, %llu ops per thread, median of %u "
+		       "rounds\n", (unsigned long long)o->pages, o->occupancy,
 		       (unsigned long long)o->ops, o->repeat);
+		printf("  %-22s %8s  %-20s %s\n", "", "Mops/s", "x 1 thread [range]",
+		       "calls run by the lock holder");
 		for (int c = 0; c < NCFG; c++)
-			printf("  %-22s %8.2f Mops/s  (%.2fx 1 thread, %4.1f%% of calls "
-			       "run by the lock holder)\n", lcfgs[c].name, o->med[c],
-			       o->med[c] / o->med[0], 100 * o->served_med[c]);
+			printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %4.1f%%\n", lcfgs[c].name,
+			       o->med[c], o->ratio_med[c], o->ratio_min[c], o->ratio_max[c],
+			       100 * o->served_med[c]);
+		printf("  (ratios: the median over rounds of each round's figure over the same\n"
+		       "   round's 1-thread figure)\n");
 		return;
 	}
 	json_u64(j, "pages", o->pages);
@@ -420,10 +440,20 @@ static void lanes_report(void *st, struct json *j)
 	json_dbl(j, "one_thread_mops", o->med[0]);
 	json_dbl(j, "two_lanes_mops", o->med[1]);
 	json_dbl(j, "one_lane_two_threads_mops", o->med[2]);
-	json_dbl(j, "two_lanes_speedup", o->med[1] / o->med[0]);
-	json_dbl(j, "one_lane_speedup", o->med[2] / o->med[0]);
+	json_dbl(j, "two_lanes_speedup", o->ratio_med[1]);
+	json_dbl(j, "one_lane_speedup", o->ratio_med[2]);
 	json_dbl(j, "handoff_mops", o->med[3]);
-	json_dbl(j, "handoff_speedup", o->med[3] / o->med[0]);
+	json_dbl(j, "handoff_speedup", o->ratio_med[3]);
+	json_obj(j, "speedup_range");	/* lowest and highest per-round ratio */
+	for (int c = 1; c < NCFG; c++) {
+		static const char *const key[NCFG] = { NULL, "two_lanes", "one_lane", "handoff" };
+
+		json_arr(j, key[c]);
+		json_dbl(j, NULL, o->ratio_min[c]);
+		json_dbl(j, NULL, o->ratio_max[c]);
+		json_arr_end(j);
+	}
+	json_obj_end(j);
 	json_dbl(j, "one_lane_served_share", o->served_med[2]);
 	json_dbl(j, "handoff_served_share", o->served_med[3]);
 }
