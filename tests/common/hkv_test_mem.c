@@ -2,6 +2,7 @@
 /*
  * hkv_test_mem.c - see tests/hkv_test_mem.h.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,6 +147,19 @@ unsigned tm_smaps_vmas(unsigned long kb)
 
 	smaps_walk(0, 0, count_kb, &c);
 	return c.n;
+}
+
+unsigned tm_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
 }
 
 int tm_node_of(const void *addr)
