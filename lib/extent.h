@@ -411,8 +411,15 @@ static __always_inline void bin_del(struct xindex *x, uint32_t start, uint32_t l
 static __always_inline void bin_del_low(struct xindex *x, uint64_t *bits, uint32_t g,
 					uint32_t len, bool more)
 {
-	if (!more)
-		x->bin_low[len] = bits_clear_lowest(x, bits, g);
+	if (!more) {
+		uint32_t low = bits_clear_lowest(x, bits, g);
+
+		x->bin_low[len] = low;
+		/* the bin's next pick reads that group's line: start its miss
+		 * now, while the caller works between its calls */
+		if (low != XI_NIL)
+			hkv_prefetch_w(&x->grp[low]);
+	}
 	if (!--x->bin_count[len] && !(x->bin_mask[len >> 6] &= ~(1ull << (len & 63))))
 		x->bin_words &= ~(1ull << (len >> 6));
 }
