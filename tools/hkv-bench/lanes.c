@@ -51,6 +51,7 @@ struct lthread {
 
 struct lcfg {
 	const char *name;
+	const char *key;	/* --only's name and the JSON keys' stem */
 	unsigned threads, nlanes;
 	bool shared;		/* all threads on lane 0 */
 	bool handoff;		/* thread 0 allocates, thread 1 frees */
@@ -58,10 +59,10 @@ struct lcfg {
 
 #define NCFG	4
 static const struct lcfg lcfgs[NCFG] = {
-	{ "1 thread", 1, 1, false, false },
-	{ "2 threads, own lanes", 2, 2, false, false },
-	{ "2 threads, one lane", 2, 1, true, false },
-	{ "2 threads, handoff", 2, 1, true, true },
+	{ "1 thread", "one_thread", 1, 1, false, false },
+	{ "2 threads, own lanes", "two_lanes", 2, 2, false, false },
+	{ "2 threads, one lane", "one_lane", 2, 1, true, false },
+	{ "2 threads, handoff", "handoff", 2, 1, true, true },
 };
 
 struct lanes_opts {
@@ -74,6 +75,7 @@ struct lanes_opts {
 	double served[NCFG][LANES_MAX_REPEAT], served_med[NCFG];	/* share of calls */
 	/* per-round ratio to one thread: median, lowest, highest */
 	double ratio_med[NCFG], ratio_min[NCFG], ratio_max[NCFG];
+	bool run[NCFG];		/* --only: the configurations run (one thread always) */
 };
 
 static void lt_pin(const struct lthread *t)
@@ -332,12 +334,15 @@ static const char lanes_usage[] =
 "  --occupancy F        live share (default 0.95)\n"
 "  --sizes S            default|FILE, as for churn (capped at 4096 pages)\n"
 "  --repeat R           rounds (each runs every configuration once, order\n"
-"                       alternating); medians reported (default 3)\n";
+"                       alternating); medians reported (default 3)\n"
+"  --only LIST          run only these of two_lanes, one_lane, handoff\n"
+"                       (comma-separated); one thread, the reference of\n"
+"                       every ratio, always runs\n";
 
 static const struct option lanes_opts[] = {
 	{ "pages", 1, NULL, 'p' }, { "ops", 1, NULL, 'o' },
 	{ "occupancy", 1, NULL, 'c' }, { "sizes", 1, NULL, 's' },
-	{ "repeat", 1, NULL, 'r' }, { NULL, 0, NULL, 0 },
+	{ "repeat", 1, NULL, 'r' }, { "only", 1, NULL, 'n' }, { NULL, 0, NULL, 0 },
 };
 
 static void lanes_init(void *st)
@@ -349,6 +354,34 @@ static void lanes_init(void *st)
 	o->occupancy = 0.95;
 	o->repeat = 3;
 	o->sizes_spec = "default";
+	for (int c = 0; c < NCFG; c++)
+		o->run[c] = true;
+}
+
+/* --only: a comma-separated list of configuration keys */
+static int lanes_only(struct lanes_opts *o, const char *arg)
+{
+	bool run[NCFG] = { true };
+
+	if (!*arg)
+		return -EINVAL;
+	for (const char *p = arg; *p; p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		int c;
+
+		for (c = 1; c < NCFG; c++)
+			if (strlen(lcfgs[c].key) == n && !strncmp(p, lcfgs[c].key, n))
+				break;
+		if (c == NCFG) {
+			fprintf(stderr, "hkv-bench lanes: --only: '%.*s' is none of two_lanes, "
+				"one_lane, handoff\n", (int)n, p);
+			return -EINVAL;
+		}
+		run[c] = true;
+		p += n;
+	}
+	memcpy(o->run, run, sizeof(run));
+	return 0;
 }
 
 static int lanes_parse(void *st, int c, const char *arg)
@@ -361,6 +394,7 @@ static int lanes_parse(void *st, int c, const char *arg)
 	case 'o': return parse_count(arg, false, &o->ops) || !o->ops ? -EINVAL : 0;
 	case 'c': return parse_double(arg, 0.05, 0.995, &o->occupancy);
 	case 's': o->sizes_spec = arg; return 0;
+	case 'n': return lanes_only(o, arg);
 	case 'r':
 		if (parse_count(arg, false, &v) || v < 1 || v > LANES_MAX_REPEAT)
 			return -EINVAL;
@@ -392,7 +426,8 @@ static int lanes_measure(void *st)
 		for (int i = 0; i < NCFG && !err; i++) {
 			int c = r % 2 ? NCFG - 1 - i : i;	/* drift hits both ends */
 
-			err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r], &o->served[c][r]);
+			if (o->run[c])
+				err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r], &o->served[c][r]);
 		}
 	if (err) {
 		fprintf(stderr, "hkv-bench lanes: %s\n", hkv_strerror(err));
@@ -426,9 +461,10 @@ static void lanes_report(void *st, struct json *j)
 		printf("  %-22s %8s  %-20s %s\n", "", "Mops/s", "x 1 thread [range]",
 		       "calls run by the lock holder");
 		for (int c = 0; c < NCFG; c++)
-			printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %4.1f%%\n", lcfgs[c].name,
-			       o->med[c], o->ratio_med[c], o->ratio_min[c], o->ratio_max[c],
-			       100 * o->served_med[c]);
+			if (o->run[c])
+				printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %4.1f%%\n", lcfgs[c].name,
+				       o->med[c], o->ratio_med[c], o->ratio_min[c],
+				       o->ratio_max[c], 100 * o->served_med[c]);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
 		       "   round's 1-thread figure)\n");
 		return;
@@ -438,24 +474,34 @@ static void lanes_report(void *st, struct json *j)
 	json_dbl(j, "occupancy", o->occupancy);
 	json_u64(j, "repeat", o->repeat);
 	json_dbl(j, "one_thread_mops", o->med[0]);
-	json_dbl(j, "two_lanes_mops", o->med[1]);
-	json_dbl(j, "one_lane_two_threads_mops", o->med[2]);
-	json_dbl(j, "two_lanes_speedup", o->ratio_med[1]);
-	json_dbl(j, "one_lane_speedup", o->ratio_med[2]);
-	json_dbl(j, "handoff_mops", o->med[3]);
-	json_dbl(j, "handoff_speedup", o->ratio_med[3]);
+	if (o->run[1])
+		json_dbl(j, "two_lanes_mops", o->med[1]);
+	if (o->run[2])
+		json_dbl(j, "one_lane_two_threads_mops", o->med[2]);
+	if (o->run[3])
+		json_dbl(j, "handoff_mops", o->med[3]);
+	for (int c = 1; c < NCFG; c++) {
+		char key[32];
+
+		if (!o->run[c])
+			continue;
+		snprintf(key, sizeof(key), "%s_speedup", lcfgs[c].key);
+		json_dbl(j, key, o->ratio_med[c]);
+	}
 	json_obj(j, "speedup_range");	/* lowest and highest per-round ratio */
 	for (int c = 1; c < NCFG; c++) {
-		static const char *const key[NCFG] = { NULL, "two_lanes", "one_lane", "handoff" };
-
-		json_arr(j, key[c]);
+		if (!o->run[c])
+			continue;
+		json_arr(j, lcfgs[c].key);
 		json_dbl(j, NULL, o->ratio_min[c]);
 		json_dbl(j, NULL, o->ratio_max[c]);
 		json_arr_end(j);
 	}
 	json_obj_end(j);
-	json_dbl(j, "one_lane_served_share", o->served_med[2]);
-	json_dbl(j, "handoff_served_share", o->served_med[3]);
+	if (o->run[2])
+		json_dbl(j, "one_lane_served_share", o->served_med[2]);
+	if (o->run[3])
+		json_dbl(j, "handoff_served_share", o->served_med[3]);
 }
 
 static void lanes_fini(void *st)
