@@ -589,6 +589,17 @@ void lane_bias_on(const struct hkv_pool *pool, struct lane *l);
 void lane_unbias(struct lane *l);
 bool lane_bias_setup(void);
 
+/* the lane waits, in pauses (lane_call.c says why they are scaled) */
+struct lane_waits {
+	unsigned lock_spin;	/* lane_lock(): spin rounds before sleeping */
+	unsigned poll;		/* a waiting caller: pauses between looks */
+	unsigned grace;		/* a non-owner: pauses before it takes the lock */
+	unsigned spin_max;	/* a waiting caller: pauses before it sleeps */
+};
+extern struct lane_waits lane_waits;
+struct lane_waits lane_waits_scaled(uint64_t ns_1024);
+void lane_wait_setup(void);
+
 /*
  * The lane lock: one compare-and-swap to take, one exchange to release; a
  * thread that cannot get it spins a little, then sleeps on a futex. A

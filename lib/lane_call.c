@@ -6,6 +6,7 @@
  * combining; struct lane_call in internal.h says why).
  */
 #include <linux/membarrier.h>
+#include <pthread.h>
 
 #include "internal.h"
 
@@ -19,7 +20,77 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * Every wait here is counted in pauses, and a pause lasts 10 ns on one CPU
+ * and 27 ns on another (an AMD EPYC guest). The counts below were tuned
+ * where it lasted 10 ns (notes/issue-14.md); lane_wait_setup() times the
+ * pause once per process and scales them to last as long here: unscaled on
+ * the 27 ns CPU, a waiting caller looked at its result every 1.3 us instead
+ * of every 0.5, and a handoff ran at 0.47-0.53x one thread instead of 0.74x.
+ */
+#define LANE_PAUSE_NS	10	/* the pause the counts were tuned for */
 #define LANE_LOCK_SPIN	128	/* rounds before lane_lock() sleeps */
+#define LANE_POLL	48	/* see wait_round() */
+#define LANE_GRACE	384
+#define LANE_SPIN_MAX	4096
+
+struct lane_waits lane_waits = { LANE_LOCK_SPIN, LANE_POLL, LANE_GRACE, LANE_SPIN_MAX };
+
+/* a count tuned for LANE_PAUSE_NS pauses, for pauses of ps picoseconds:
+ * at least 4, at most 8 times the count */
+static unsigned wait_scaled(unsigned count, uint64_t ps)
+{
+	uint64_t n = (uint64_t)count * LANE_PAUSE_NS * 1000 / HKV_MAX(ps, 1ull);
+
+	return (unsigned)HKV_MAX(HKV_MIN(n, 8ull * count), 4ull);
+}
+
+/**
+ * lane_waits_scaled() - the lane waits for a CPU whose pause lasts @ns_1024
+ *	nanoseconds per 1024
+ * @ns_1024: the time of 1024 pauses; 0 (no clock) leaves the counts as tuned
+ *
+ * Return: the counts.
+ */
+struct lane_waits lane_waits_scaled(uint64_t ns_1024)
+{
+	uint64_t ps = ns_1024 * 1000 / 1024;
+
+	if (!ns_1024)
+		return (struct lane_waits){ LANE_LOCK_SPIN, LANE_POLL, LANE_GRACE, LANE_SPIN_MAX };
+	return (struct lane_waits){ wait_scaled(LANE_LOCK_SPIN, ps), wait_scaled(LANE_POLL, ps),
+				    wait_scaled(LANE_GRACE, ps), wait_scaled(LANE_SPIN_MAX, ps) };
+}
+
+/* lane_wait_setup()'s once: the shortest of three timings of 1024 pauses
+ * (a preemption inside one would shorten every wait) */
+static void wait_calibrate(void)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int t = 0; t < 3; t++) {
+		uint64_t t0 = os->now_ns(), dt;
+
+		for (int i = 0; i < 1024; i++)
+			cpu_relax();
+		dt = os->now_ns() - t0;
+		best = HKV_MIN(best, dt);
+	}
+	lane_waits = lane_waits_scaled(best);
+}
+
+/**
+ * lane_wait_setup() - scale the lane waits to this CPU's pause, once per
+ *	process (about 0.1 ms, at the first pool's creation)
+ *
+ * Every pool calls it before it exists, so every lane wait runs after it.
+ */
+void lane_wait_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, wait_calibrate);
+}
 
 /**
  * lane_lock_wait() - lane_lock() when the lock is held: spin, then sleep
@@ -31,7 +102,7 @@ static inline void cpu_relax(void)
  */
 void lane_lock_wait(struct lane *l)
 {
-	for (unsigned spin = 0; spin < LANE_LOCK_SPIN; spin++) {
+	for (unsigned spin = 0; spin < lane_waits.lock_spin; spin++) {
 		if (HKV_LOAD(&l->lock) == LANE_UNLOCKED && lane_trylock(l))
 			return;
 		cpu_relax();
@@ -123,8 +194,8 @@ void lane_wake(struct lane *l)
 }
 
 /*
- * A waiting caller looks at its result every LANE_POLL pauses (about 10 ns
- * each here), not at every one: each look pulls the result's line back
+ * A waiting caller looks at its result every LANE_POLL pauses (about 0.5 us,
+ * scaled by lane_wait_setup()), not at every one: each look pulls the result's line back
  * from the holder, whose next write to it then waits for the line to
  * return. Looking at every pause, two threads on one lane got 0.71x one
  * thread's throughput and a handoff 0.52x; every 48, 0.86x and 0.55x
@@ -136,9 +207,6 @@ void lane_wake(struct lane *l)
  * after LANE_SPIN_MAX it sleeps on the lock: a holder that is descheduled
  * must not keep it spinning.
  */
-#define LANE_POLL	48
-#define LANE_GRACE	384
-#define LANE_SPIN_MAX	4096
 
 /* the call in the slot, run by the holder */
 static void slot_run(struct hkv_pool *pool, struct lane *l)
@@ -192,9 +260,9 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
  * thread holds the lock now) */
 static inline bool wait_round(struct lane *l, unsigned spin, unsigned grace)
 {
-	for (unsigned i = 0; i < LANE_POLL; i++)
+	for (unsigned i = 0; i < lane_waits.poll; i++)
 		cpu_relax();
-	if (spin >= LANE_SPIN_MAX) {
+	if (spin >= lane_waits.spin_max) {
 		lane_lock(l);
 		return false;
 	}
@@ -214,8 +282,8 @@ static int slot_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned g
 	sl->n = c->n;
 	sl->ext = c->ext;
 	__atomic_store_n(&sl->state, LANE_SLOT_POSTED, __ATOMIC_RELEASE);
-	for (spin = LANE_POLL; __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != LANE_SLOT_DONE;
-	     spin += LANE_POLL)
+	for (spin = lane_waits.poll; __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != LANE_SLOT_DONE;
+	     spin += lane_waits.poll)
 		if (!wait_round(l, spin, grace))
 			goto own;
 	ret = sl->ret;
@@ -247,7 +315,7 @@ static int list_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned g
 		c->next = head;
 	while (!__atomic_compare_exchange_n(&l->posted, &head, c, true, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED));
-	for (spin = LANE_POLL; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); spin += LANE_POLL)
+	for (spin = lane_waits.poll; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); spin += lane_waits.poll)
 		if (!wait_round(l, spin, grace))
 			goto own;
 	return c->ret;
@@ -273,7 +341,7 @@ own:
 int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
 {
 	void *me = __builtin_thread_pointer(), *owner = HKV_LOAD(&l->owner);
-	unsigned grace = owner && owner != me ? LANE_GRACE : 0;
+	unsigned grace = owner && owner != me ? lane_waits.grace : 0;
 	int free_slot = LANE_SLOT_FREE, ret;
 
 	if (!grace && lane_trylock(l)) {

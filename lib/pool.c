@@ -65,6 +65,7 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
 	pool->fork_gen = fork_generation();
 	pool->lane_bias = lane_bias_setup();
+	lane_wait_setup();
 	pool->npages = pool->opts.npages;
 	pool->page_bytes = pool->opts.page_bytes;
 	pool->nlanes = pool->opts.nlanes;

@@ -14,6 +14,8 @@
  * revokes it, waiting for a biased call in progress to end; an owner that
  * finds the lock held waits; posted calls are still run; without
  * membarrier(2) (injected) or with HUGEKV_LANE_BIAS=0 no lane is biased.
+ * The waits, counted in pauses, are scaled once per process to the pause's
+ * length (an injected clock).
  * Run under ThreadSanitizer by `make check`.
  */
 #include <setjmp.h>
@@ -772,9 +774,77 @@ static void test_bias_needs_membarrier(void **state)
 	env_reload();
 }
 
+/* the waits scaled to a pause of the given ns per 1024: tuned at 10 ns */
+static void test_wait_scaling(void **state)
+{
+	struct lane_waits w = lane_waits_scaled(10240), none = lane_waits_scaled(0);
+
+	(void)state;
+	assert_memory_equal(&w, &none, sizeof(w));	/* 10 ns: as tuned */
+	assert_true(w.poll >= 16 && w.grace > w.poll && w.spin_max > w.grace && w.lock_spin);
+	w = lane_waits_scaled(27648);			/* 27 ns: as long in time */
+	assert_int_equal(w.poll, none.poll * 10 / 27);
+	assert_int_equal(w.grace, none.grace * 10 / 27);
+	assert_int_equal(w.spin_max, none.spin_max * 10 / 27);
+	assert_int_equal(w.lock_spin, none.lock_spin * 10 / 27);
+	w = lane_waits_scaled(1);			/* no pause: at most 8x */
+	assert_int_equal(w.poll, 8 * none.poll);
+	assert_int_equal(w.spin_max, 8 * none.spin_max);
+	w = lane_waits_scaled(1ull << 40);		/* a stalled timing: at least 4 */
+	assert_int_equal(w.poll, 4);
+	assert_int_equal(w.grace, 4);
+	assert_int_equal(w.spin_max, 4);
+	assert_int_equal(w.lock_spin, 4);
+}
+
+/* a clock that moves 27 ns a pause (27 648 ns between two readings) */
+static uint64_t fake_now;
+
+static uint64_t slow_pause_clock(void)
+{
+	return fake_now += 27648;
+}
+
+/* in a child that has made no pool yet: its first pool scales the waits
+ * from the clock, once; a second pool, with another clock, changes nothing */
+static int child_waits_from_clock(void *arg)
+{
+	struct lane_waits want = lane_waits_scaled(27648), tuned = lane_waits_scaled(0);
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 1024, .nlanes = 1 };
+	struct os_ops ops = tm_ops;
+	struct hkv_pool *pool;
+
+	(void)arg;		/* no cmocka asserts in a child: step numbers */
+	if (memcmp(&lane_waits, &tuned, sizeof(tuned)))
+		return 1;		/* a pool was made before the fork */
+	ops.now_ns = slow_pause_clock;
+	os_set_ops(&ops);
+	if (hkv_pool_create(&o, &pool))
+		return 2;
+	if (memcmp(&lane_waits, &want, sizeof(want)))
+		return 3;
+	hkv_pool_destroy(pool);
+	os_set_ops(NULL);
+	if (hkv_pool_create(&o, &pool))
+		return 4;
+	if (memcmp(&lane_waits, &want, sizeof(want)))
+		return 5;
+	hkv_pool_destroy(pool);
+	return 0;
+}
+
+/* runs first: no pool exists in this process yet */
+static void test_waits_from_clock(void **state)
+{
+	(void)state;
+	tm_run_in_child(child_waits_from_clock, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_waits_from_clock),
+		cmocka_unit_test(test_wait_scaling),
 		cmocka_unit_test(test_posted_alloc_free),
 		cmocka_unit_test(test_posted_errors),
 		cmocka_unit_test(test_posted_free_many),
