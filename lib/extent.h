@@ -448,13 +448,31 @@ static __always_inline uint32_t bin_first_from(const struct xindex *x, uint32_t 
 	return n > x->nlong ? 0 : bin_first_from_bins(x, n);
 }
 
+/*
+ * Before a take from a bin's lowest group low: the leaf word the take
+ * clears, and the next non-empty leaf word of the same level-1 word, which
+ * the take reads for the bin's new lowest group when it empties low's; both
+ * misses then overlap the group line's.
+ */
+static __always_inline void bin_prefetch_leaves(const struct xindex *x, uint64_t *bits,
+						uint32_t low)
+{
+	uint64_t w1;
+
+	__builtin_prefetch(&bits[low >> 6], 1);
+	if (unlikely(x->bin_levels < 2))
+		return;
+	w1 = bits[x->bin_off[1] + (low >> 12)] & (~1ull << ((low >> 6) & 63));
+	if (w1)
+		__builtin_prefetch(&bits[((uint64_t)(low >> 12) << 6) + (uint64_t)__builtin_ctzll(w1)]);
+}
+
 /* the lowest-address extent of a non-empty bin, kept as the hint */
 static __always_inline uint32_t bin_pick(const struct xindex *x, uint32_t bin)
 {
 	struct xindex *w = (struct xindex *)x;	/* the hint is a cache */
 
-	/* the leaf word the take clears: its miss overlaps the group's */
-	__builtin_prefetch(&bin_bits(x, bin)[x->bin_low[bin] >> 6], 1);
+	bin_prefetch_leaves(x, bin_bits(x, bin), x->bin_low[bin]);
 	w->hint = group_lowest(x, x->bin_low[bin], bin);
 	return w->hint.id;
 }
@@ -576,8 +594,7 @@ static __always_inline long xi_alloc_bin(struct xindex *x, uint64_t n, struct hk
 	/* the bin's bitmap, once: a block grown below moves none */
 	bits = bin_bits(x, bin);
 	low = x->bin_low[bin];
-	/* the leaf word the take clears: its miss overlaps the group's */
-	__builtin_prefetch(&bits[low >> 6], 1);
+	bin_prefetch_leaves(x, bits, low);
 	pk = group_lowest(x, low, bin);
 	if (unlikely(pick_reserve(x, &pk, n)))
 		return -ENOMEM;
