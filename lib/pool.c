@@ -164,6 +164,8 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		ret = -ECHILD;
 		goto out;
 	}
+	if (unlikely(lane == HKV_LANE_ANY) && pool->nlanes == 1)
+		lane = 0;	/* one lane: no choice to make, the lane's own path */
 	if (unlikely((flags & HKV_ALLOC_EVICT) || lane == HKV_LANE_ANY)) {
 		unsigned used = lane;
 
