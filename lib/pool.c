@@ -164,8 +164,10 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		ret = -ECHILD;
 		goto out;
 	}
-	if (unlikely(lane == HKV_LANE_ANY) && pool->nlanes == 1)
-		lane = 0;	/* one lane: no choice to make, the lane's own path */
+	/* one lane: no choice to make, the lane's own path (room_make() still
+	 * sees HKV_LANE_ANY: its watermarks are the pool's) */
+	if (unlikely(lane == HKV_LANE_ANY) && pool->nlanes == 1 && !(flags & HKV_ALLOC_EVICT))
+		lane = 0;
 	if (unlikely((flags & HKV_ALLOC_EVICT) || lane == HKV_LANE_ANY)) {
 		unsigned used = lane;
 
