@@ -191,6 +191,8 @@ struct churn {
 	bool have_st;
 	bool family;			/* run family.c's side-by-side */
 	struct fam_fig fam[2];		/* hugekv, tlsf */
+	/* hugekv's whole run over the family's, per round: median, range */
+	double fam_ratio, fam_ratio_min, fam_ratio_max;
 	bool have_fam;
 };
 

@@ -4,8 +4,9 @@
  * trace, the way each is really called: hugekv with HKV_LANE_ANY and frees
  * by extent (validated), the family by handle kept beside the allocation.
  *
- * Two kinds of runs, interleaved (hugekv, family, hugekv, family, ...) and
- * reported as medians:
+ * Two kinds of runs, interleaved (hugekv first in one round, the family
+ * first in the next) and reported as medians; the whole-run ratio is the
+ * median of each round's ratio (the machine's drift cancels inside a round):
  *
  * whole run: the measured ops with no timer inside the loop; ns/op is the
  *	loop's wall time over its ops (a lean record table is the only
@@ -294,9 +295,13 @@ int family_run(struct churn *c)
 	int err = 0;
 
 	for (unsigned r = 0; r < c->repeat && !err; r++) {
-		for (int a = 0; a < 2 && !err; a++)
+		for (int i = 0; i < 2 && !err; i++) {
+			int a = r % 2 ? 1 - i : i;	/* who goes first alternates */
+
 			err = fam_run(c, a, false, &runs[a][r]);
-		for (int a = 0; a < 2 && !err; a++) {
+		}
+		for (int i = 0; i < 2 && !err; i++) {
+			int a = r % 2 ? 1 - i : i;
 			struct fam_fig tmp;
 
 			err = fam_run(c, a, true, &tmp);
@@ -324,6 +329,14 @@ int family_run(struct churn *c)
 		f->epa = runs[a][0].epa;
 		f->meta_bpp = runs[a][0].meta_bpp;
 	}
+	for (unsigned r = 0; r < c->repeat; r++)
+		v[r] = runs[1][r].ns_per_op > 0 ? runs[0][r].ns_per_op / runs[1][r].ns_per_op : 0;
+	c->fam_ratio = median_d(v, c->repeat);
+	c->fam_ratio_min = c->fam_ratio_max = v[0];
+	for (unsigned r = 1; r < c->repeat; r++) {
+		c->fam_ratio_min = v[r] < c->fam_ratio_min ? v[r] : c->fam_ratio_min;
+		c->fam_ratio_max = v[r] > c->fam_ratio_max ? v[r] : c->fam_ratio_max;
+	}
 	c->have_fam = true;
 	return 0;
 }
@@ -347,8 +360,8 @@ void family_text(const struct churn *c, FILE *f)
 			x->epa, x->meta_bpp);
 	}
 	if (c->fam[1].ns_per_op > 0)
-		fprintf(f, "hugekv / family whole-run ns/op: %.2fx\n",
-			c->fam[0].ns_per_op / c->fam[1].ns_per_op);
+		fprintf(f, "hugekv / family whole-run ns/op: %.2fx (median of the rounds' ratios; "
+			"%.2f-%.2f)\n", c->fam_ratio, c->fam_ratio_min, c->fam_ratio_max);
 }
 
 void family_json(const struct churn *c, struct json *j)
@@ -369,7 +382,10 @@ void family_json(const struct churn *c, struct json *j)
 		json_dbl(j, "metadata_bytes_per_page", c->fam[a].meta_bpp);
 		json_obj_end(j);
 	}
-	json_dbl(j, "ns_per_op_ratio", c->fam[1].ns_per_op > 0 ?
-		 c->fam[0].ns_per_op / c->fam[1].ns_per_op : 0);
+	json_dbl(j, "ns_per_op_ratio", c->fam_ratio);	/* median of the rounds' */
+	json_arr(j, "ns_per_op_ratio_range");
+	json_dbl(j, NULL, c->fam_ratio_min);
+	json_dbl(j, NULL, c->fam_ratio_max);
+	json_arr_end(j);
 	json_obj_end(j);
 }
