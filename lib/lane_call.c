@@ -194,10 +194,10 @@ void lane_wake(struct lane *l)
 }
 
 /*
- * A waiting caller looks at its result every LANE_POLL pauses (about 0.5 us,
- * scaled by lane_wait_setup()), not at every one: each look pulls the result's line back
- * from the holder, whose next write to it then waits for the line to
- * return. Looking at every pause, two threads on one lane got 0.71x one
+ * A waiting caller looks at its result every LANE_POLL pauses (about 0.5 us
+ * once lane_wait_setup() scaled it), not at every one: each look pulls the
+ * result's line back from the holder, whose next write to it then waits for
+ * the line to return. Looking at every pause, two threads on one lane got 0.71x one
  * thread's throughput and a handoff 0.52x; every 48, 0.86x and 0.55x
  * (hkv-bench lanes, notes/issue-14.md; longer gaps favour the first and
  * cost the second).
@@ -282,7 +282,8 @@ static int slot_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned g
 	sl->n = c->n;
 	sl->ext = c->ext;
 	__atomic_store_n(&sl->state, LANE_SLOT_POSTED, __ATOMIC_RELEASE);
-	for (spin = lane_waits.poll; __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != LANE_SLOT_DONE;
+	for (spin = lane_waits.poll;
+	     __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != LANE_SLOT_DONE;
 	     spin += lane_waits.poll)
 		if (!wait_round(l, spin, grace))
 			goto own;
@@ -315,7 +316,8 @@ static int list_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned g
 		c->next = head;
 	while (!__atomic_compare_exchange_n(&l->posted, &head, c, true, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED));
-	for (spin = lane_waits.poll; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); spin += lane_waits.poll)
+	for (spin = lane_waits.poll; !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
+	     spin += lane_waits.poll)
 		if (!wait_round(l, spin, grace))
 			goto own;
 	return c->ret;

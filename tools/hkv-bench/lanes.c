@@ -462,9 +462,9 @@ static void lanes_report(void *st, struct json *j)
 		       "calls run by the lock holder");
 		for (int c = 0; c < NCFG; c++)
 			if (o->run[c])
-				printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %4.1f%%\n", lcfgs[c].name,
-				       o->med[c], o->ratio_med[c], o->ratio_min[c],
-				       o->ratio_max[c], 100 * o->served_med[c]);
+				printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %4.1f%%\n",
+				       lcfgs[c].name, o->med[c], o->ratio_med[c],
+				       o->ratio_min[c], o->ratio_max[c], 100 * o->served_med[c]);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
 		       "   round's 1-thread figure)\n");
 		return;
