@@ -77,6 +77,9 @@ static void wait_calibrate(void)
 		best = HKV_MIN(best, dt);
 	}
 	lane_waits = lane_waits_scaled(best);
+	hkv_log(HKV_LOG_DEBUG, "lane waits: %llu ns per 1024 pauses: poll %u, grace %u, "
+		"spin %u, lock spin %u pauses", (unsigned long long)best, lane_waits.poll,
+		lane_waits.grace, lane_waits.spin_max, lane_waits.lock_spin);
 }
 
 /**
