@@ -86,6 +86,7 @@ void samples_summarize(struct samples *s, struct lat *out);
 double samples_quantile_ns(const struct samples *s, double q);
 /* element-wise median of n summaries (medians of repeated runs) */
 void lat_median(const struct lat *runs, unsigned n, struct lat *out);
+/* median of n values; sorts them in place (v[0] lowest, v[n - 1] highest) */
 double median_d(double *v, unsigned n);
 
 /* ---- JSON: the tools' writer (tools/lib/json_writer.h) ----------------- */

@@ -331,12 +331,9 @@ int family_run(struct churn *c)
 	}
 	for (unsigned r = 0; r < c->repeat; r++)
 		v[r] = runs[1][r].ns_per_op > 0 ? runs[0][r].ns_per_op / runs[1][r].ns_per_op : 0;
-	c->fam_ratio = median_d(v, c->repeat);
-	c->fam_ratio_min = c->fam_ratio_max = v[0];
-	for (unsigned r = 1; r < c->repeat; r++) {
-		c->fam_ratio_min = v[r] < c->fam_ratio_min ? v[r] : c->fam_ratio_min;
-		c->fam_ratio_max = v[r] > c->fam_ratio_max ? v[r] : c->fam_ratio_max;
-	}
+	c->fam_ratio = median_d(v, c->repeat);	/* sorted: the range at the ends */
+	c->fam_ratio_min = v[0];
+	c->fam_ratio_max = v[c->repeat - 1];
 	c->have_fam = true;
 	return 0;
 }

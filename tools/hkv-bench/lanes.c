@@ -440,12 +440,9 @@ static int lanes_measure(void *st)
 		o->served_med[c] = median_d(o->served[c], o->repeat);
 		for (unsigned r = 0; r < o->repeat; r++)
 			ratio[r] = o->mops[0][r] > 0 ? o->mops[c][r] / o->mops[0][r] : 0;
-		o->ratio_med[c] = median_d(ratio, o->repeat);
-		o->ratio_min[c] = o->ratio_max[c] = ratio[0];
-		for (unsigned r = 1; r < o->repeat; r++) {
-			o->ratio_min[c] = ratio[r] < o->ratio_min[c] ? ratio[r] : o->ratio_min[c];
-			o->ratio_max[c] = ratio[r] > o->ratio_max[c] ? ratio[r] : o->ratio_max[c];
-		}
+		o->ratio_med[c] = median_d(ratio, o->repeat);	/* sorted: the range at the ends */
+		o->ratio_min[c] = ratio[0];
+		o->ratio_max[c] = ratio[o->repeat - 1];
 	}
 	return 0;
 }
