@@ -34,7 +34,9 @@ static inline void cpu_relax(void)
 #define LANE_GRACE	384
 #define LANE_SPIN_MAX	4096
 
-struct lane_waits lane_waits = { LANE_LOCK_SPIN, LANE_POLL, LANE_GRACE, LANE_SPIN_MAX };
+#define LANE_WAITS_TUNED	{ LANE_LOCK_SPIN, LANE_POLL, LANE_GRACE, LANE_SPIN_MAX }
+
+struct lane_waits lane_waits = LANE_WAITS_TUNED;
 
 /* a count tuned for LANE_PAUSE_NS pauses, for pauses of ps picoseconds:
  * at least 4, at most 8 times the count */
@@ -57,7 +59,7 @@ struct lane_waits lane_waits_scaled(uint64_t ns_1024)
 	uint64_t ps = ns_1024 * 1000 / 1024;
 
 	if (!ns_1024)
-		return (struct lane_waits){ LANE_LOCK_SPIN, LANE_POLL, LANE_GRACE, LANE_SPIN_MAX };
+		return (struct lane_waits)LANE_WAITS_TUNED;
 	return (struct lane_waits){ wait_scaled(LANE_LOCK_SPIN, ps), wait_scaled(LANE_POLL, ps),
 				    wait_scaled(LANE_GRACE, ps), wait_scaled(LANE_SPIN_MAX, ps) };
 }
