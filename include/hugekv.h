@@ -211,6 +211,11 @@ struct hkv_region_stats {
  * @bias_revocations: times a lane that one thread had used alone (and so
  *	ran its calls without atomic operations) was taken by another thread;
  *	each costs a membarrier(2), a few microseconds
+ * @deferred_frees: frees of a lane another thread held, answered at once
+ *	and run by that thread at its next call (hkv_free())
+ * @deferred_free_errors: deferred frees found invalid when run, because
+ *	another thread freed the same pages, or made a unit of them, at the
+ *	same time (a caller's bug; each is logged)
  */
 struct hkv_stats {
 	size_t sz;
@@ -250,6 +255,8 @@ struct hkv_stats {
 	struct hkv_region_stats region[HKV_STATS_REGIONS];
 	uint64_t served_calls;
 	uint64_t bias_revocations;
+	uint64_t deferred_frees;
+	uint64_t deferred_free_errors;
 };
 
 /**
@@ -483,6 +490,13 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
  * @pool: the pool
  * @ext: extents; sub-ranges of what was allocated are fine
  * @n: number of extents
+ *
+ * One extent of a lane that another thread is using may be answered at
+ * once and freed by that thread, before the lane's next call of any thread
+ * (so every later call, and hkv_available(), sees its pages free): the
+ * freeing thread then does not wait for the other (HUGEKV_LANE_DEFER=0
+ * turns this off; hkv_stats counts such frees). If the index cannot grow
+ * then, the free waits in the lane's queue until it can.
  *
  * Return: 0, or -EINVAL if any page is out of range, not allocated or named
  * twice, or an extent is empty; -EBUSY if any page belongs to a unit (units

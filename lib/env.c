@@ -9,7 +9,7 @@
 
 static struct hkv_env env = {
 	.backing = -1, .node = -2, .prefault_threads = -1, .strict = -1,
-	.log_level = HKV_LOG_WARN, .lane_bias = -1,
+	.log_level = HKV_LOG_WARN, .lane_bias = -1, .lane_defer = -1,
 };
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
@@ -135,6 +135,12 @@ static void env_parse(void)
 		else
 			hkv_log(HKV_LOG_WARN, "HUGEKV_LANE_BIAS=%s: ignored (0 or 1)", s);
 	}
+	if ((s = getenv("HUGEKV_LANE_DEFER"))) {
+		if (!env_parse_uint(s, 1, &v))
+			env.lane_defer = (int)v;
+		else
+			hkv_log(HKV_LOG_WARN, "HUGEKV_LANE_DEFER=%s: ignored (0 or 1)", s);
+	}
 }
 
 /**
@@ -159,7 +165,8 @@ void env_reload(void)
 {
 	env_get();
 	env = (struct hkv_env){ .backing = -1, .node = -2, .prefault_threads = -1,
-				.strict = -1, .log_level = HKV_LOG_WARN, .lane_bias = -1 };
+				.strict = -1, .log_level = HKV_LOG_WARN, .lane_bias = -1,
+				.lane_defer = -1 };
 	log_set_level(HKV_LOG_WARN);
 	env_parse();
 }

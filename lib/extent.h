@@ -631,9 +631,9 @@ static __always_inline void free_bits(struct xindex *x, uint32_t s, uint64_t len
 		xi_set_range(x->allocated, s, len, false);
 		return;
 	}
-	w[0] &= ~m;
+	xi_bits_store(&w[0], w[0] & ~m);
 	if (m2)
-		w[8] &= ~m2;
+		xi_bits_store(&w[8], w[8] & ~m2);
 }
 
 /* free allocated pages [start, +len) (absolute, checked) and coalesce with

@@ -59,12 +59,12 @@ void xi_set_range_slow(uint64_t *bits, uint64_t from, uint64_t len, bool set)
 		return;
 	if (w == last)
 		head &= tail;
-	bits[8 * w] = set ? bits[8 * w] | head : bits[8 * w] & ~head;
+	xi_bits_store(&bits[8 * w], set ? bits[8 * w] | head : bits[8 * w] & ~head);
 	if (w == last)
 		return;
 	for (w++; w < last; w++)	/* whole words: one store each */
-		bits[8 * w] = set ? ~0ull : 0;
-	bits[8 * last] = set ? bits[8 * last] | tail : bits[8 * last] & ~tail;
+		xi_bits_store(&bits[8 * w], set ? ~0ull : 0);
+	xi_bits_store(&bits[8 * last], set ? bits[8 * last] | tail : bits[8 * last] & ~tail);
 }
 
 /* ---- tags ---------------------------------------------------------------- */

@@ -15,6 +15,7 @@
  *   extent.c        free-extent index of one lane (extent.h: extent_group.c,
  *                   extent_bins.c, extent_tree.c; extent_check.c)
  *   lane_call.c     the lane lock; calls run by the lock holder (combining)
+ *   lane_defer.c    frees answered at once, run by the lane's holder
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
  *                   (lane_one.h: the allocation's lane_call(), inline)
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
@@ -130,6 +131,7 @@ struct hkv_env {
 	int strict;		/* HUGEKV_STRICT, -1 = unset */
 	int log_level;		/* HUGEKV_LOG, default HKV_LOG_WARN */
 	int lane_bias;		/* HUGEKV_LANE_BIAS, -1 = unset (on) */
+	int lane_defer;		/* HUGEKV_LANE_DEFER, -1 = unset (on) */
 };
 const struct hkv_env *env_get(void);
 void env_reload(void);	/* tests only: parse the environment again */
@@ -276,11 +278,13 @@ void meta_free(void *p, size_t bytes);
 #define XI_PAGES_PER_BIN 100	/* ... but one bin per 100 pages at most */
 #define XI_LEVELS	6	/* group bitmap levels: 64^6 groups */
 /* the metadata bound (hkv_stats metadata_bytes): bytes per page, per free
- * extent, per crowded group (one with an overflow block) and per lane */
+ * extent, per crowded group (one with an overflow block), per lane, and per
+ * lane that had a deferred free (its queue, lane_defer.c) */
 #define XI_META_PAGE	2
 #define XI_META_EXTENT	64
 #define XI_META_CROWDED	256
-#define XI_META_LANE	640
+#define XI_META_LANE	704
+#define XI_META_QUEUE	1728
 #define XI_MAX_PAGES	(UINT32_MAX - 1)
 
 struct fext {			/* one free extent; 32 bytes */
@@ -455,22 +459,29 @@ static inline bool xi_test_range(const uint64_t *bits, uint64_t from, uint64_t l
 	return xi_test_range_slow(bits, from, len, all_set);
 }
 
+/* store a word of the allocated or in_unit bitmap: lane_defer_free() reads
+ * them without the lock (a plain store, but not one torn or merged) */
+static inline void xi_bits_store(uint64_t *w, uint64_t v)
+{
+	HKV_STORE(w, v);
+}
+
 /* one word, or two (an extent of up to 65 pages crossing a group) inline */
 static inline void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, bool set)
 {
-	uint64_t off = from & 63, m, m2;
+	uint64_t off = from & 63, m, m2, *w = &bits[XI_WORD(from)];
 
 	if (len && off + len <= 128) {
 		m = off + len <= 64 ? xi_word_bits(from, len) : ~0ull << off;
 		m2 = off + len <= 64 ? 0 : xi_word_bits(0, off + len - 64);
 		if (set) {
-			bits[XI_WORD(from)] |= m;
+			xi_bits_store(&w[0], w[0] | m);
 			if (m2)
-				bits[XI_WORD(from) + 8] |= m2;
+				xi_bits_store(&w[8], w[8] | m2);
 		} else {
-			bits[XI_WORD(from)] &= ~m;
+			xi_bits_store(&w[0], w[0] & ~m);
 			if (m2)
-				bits[XI_WORD(from) + 8] &= ~m2;
+				xi_bits_store(&w[8], w[8] & ~m2);
 		}
 		return;
 	}
@@ -538,6 +549,40 @@ struct lane_slot {
 	struct hkv_extent *ext;
 };
 
+/* spin-wait hint: lets the sibling hyperthread run, saves power */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Frees deferred to the lane's holder (lane_defer.c): a bounded queue that
+ * any thread appends to and only the thread holding the lane (locked, or
+ * biased) runs, in order. An entry's seq is 8 * the position it is for,
+ * plus its phase: free for that position, claimed by a freeing thread,
+ * filled (a free to run), void (nothing to run), or dropped (a claim the
+ * holder gave up waiting for: its thread frees the entry).
+ */
+#define LANE_DEFER_SIZE	64
+enum { DEFER_FREE, DEFER_CLAIMED, DEFER_FILLED, DEFER_VOID, DEFER_DROPPED };
+struct lane_defer_ent {
+	uint64_t seq;
+	uint64_t start, len;	/* absolute pages */
+};
+
+/* made by the lane's first deferred free (most lanes never have one) */
+struct lane_defer {
+	uint64_t tail __attribute__((aligned(64)));	/* the next position, a hint */
+	uint64_t head __attribute__((aligned(64)));	/* the next to run (holder) */
+	uint64_t ran, errors;	/* frees run; found invalid when run (holder) */
+	uint64_t barrier __attribute__((aligned(64)));	/* the holder's alone */
+	struct lane_defer_ent ent[LANE_DEFER_SIZE] __attribute__((aligned(64)));
+};
+
 struct lane {
 	int lock;		/* LANE_UNLOCKED, _LOCKED, _SLEEPERS (lane_lock()) */
 	int busy;		/* the owner runs a call without the lock (bias) */
@@ -553,10 +598,30 @@ struct lane {
 	 * reads owner on every call, without taking the holder's lines */
 	struct lane_call *posted __attribute__((aligned(64)));	/* lane_call()s waiting */
 	void *owner;		/* thread that ran the lane's last lane_call()s */
+	struct lane_defer *defer;	/* frees for the holder to run, or NULL */
 	struct lane_slot slot;
 	struct xindex xi __attribute__((aligned(64)));
 	struct lane_counters c;
 } __attribute__((aligned(64)));
+
+void lane_defer_fini(struct lane *l);
+void lane_defer_take(struct lane *l);
+bool lane_defer_free(struct hkv_pool *pool, struct lane *l, uint64_t start, uint64_t len);
+uint64_t lane_defer_pages(const struct lane *l);
+
+/* an entry at the head of the lane's queue: a free, or one being claimed
+ * (a relaxed look, for readers without the lock: hkv_available()) */
+static inline bool lane_defer_queued(const struct lane *l)
+{
+	const struct lane_defer *q = __atomic_load_n(&l->defer, __ATOMIC_ACQUIRE);
+	uint64_t h;
+
+	if (likely(!q))
+		return false;
+	h = HKV_LOAD(&q->head);
+	return __atomic_load_n(&q->ent[h % LANE_DEFER_SIZE].seq, __ATOMIC_ACQUIRE) >
+	       8 * h + DEFER_FREE;
+}
 
 /*
  * A single-lane call (flat combining). The lane's owner, the thread that ran
@@ -631,6 +696,8 @@ static inline bool lane_trylock(struct lane *l)
 		return false;
 	if (unlikely(HKV_LOAD(&l->bias)))
 		lane_unbias(l);
+	if (unlikely(HKV_LOAD(&l->defer)))
+		lane_defer_take(l);
 	return true;
 }
 
@@ -686,6 +753,8 @@ static inline int lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn,
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* membarrier's side */
 			if (likely(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE) == LANE_UNLOCKED &&
 				   lane_owned(l) && HKV_LOAD(&l->bias))) {
+				if (unlikely(HKV_LOAD(&l->defer)))
+					lane_defer_take(l);
 				ret = fn(pool, l, c);
 				__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
 				if (unlikely(HKV_LOAD(&l->slot.state) == LANE_SLOT_POSTED ||
@@ -741,19 +810,31 @@ struct hkv_pool {
 	struct hkv_res *res;		/* residency (res.c) */
 	uint64_t fork_gen;		/* fork_gen when created (fork.c) */
 	bool lane_bias;			/* lanes may be biased (lane_bias_on()) */
+	bool lane_defer;		/* frees may be deferred (lane_defer_free()) */
+	uint32_t bits_seq;		/* odd while a holder changes page bits it
+					 * restores (pool_bits_unsettle()) */
 	/* free_slots cache (compat.c) */
 	pthread_mutex_t slots_lock;
 	uint64_t *slots, nslots, slots_gen;
 	bool slots_valid;
 };
 
-/* free pages over the lanes: relaxed reads, no lock (hkv_available()) */
+void pool_bits_unsettle(struct hkv_pool *pool);
+void pool_bits_settle(struct hkv_pool *pool);
+
+/* free pages over the lanes, with the deferred frees that their next
+ * holder runs: relaxed reads, no lock (hkv_available()) */
 static inline uint64_t pool_free_pages(const struct hkv_pool *pool)
 {
 	uint64_t sum = 0;
 
-	for (unsigned i = 0; i < pool->nlanes; i++)
-		sum += HKV_LOAD(&pool->lanes[i].xi.free_pages);
+	for (unsigned i = 0; i < pool->nlanes; i++) {
+		const struct lane *l = &pool->lanes[i];
+
+		sum += HKV_LOAD(&l->xi.free_pages);
+		if (unlikely(lane_defer_queued(l)))
+			sum += lane_defer_pages(l);
+	}
 	return sum;
 }
 

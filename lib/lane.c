@@ -34,6 +34,7 @@ int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier)
  */
 void lane_fini(struct lane *l)
 {
+	lane_defer_fini(l);
 	xi_fini(&l->xi);
 }
 

@@ -10,16 +10,6 @@
 
 #include "internal.h"
 
-/* spin-wait hint: lets the sibling hyperthread run, saves power */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /*
  * Every wait here is counted in pauses, and a pause lasts 10 ns on one CPU
  * and 27 ns on another (an AMD EPYC guest). The counts below were tuned
@@ -116,6 +106,8 @@ void lane_lock_wait(struct lane *l)
 		os->futex_wait(&l->lock, LANE_SLEEPERS);
 	if (HKV_LOAD(&l->bias))
 		lane_unbias(l);
+	if (HKV_LOAD(&l->defer))
+		lane_defer_take(l);
 }
 
 /**
@@ -244,6 +236,9 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 
 	l->quiet = 0;		/* another thread is at the lane */
 	if (__atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE) == LANE_SLOT_POSTED) {
+		/* a call posted after its caller's deferred frees sees them */
+		if (HKV_LOAD(&l->defer))
+			lane_defer_take(l);
 		slot_run(l->slot.pool, l);
 		l->c.served_calls++;
 	}
@@ -253,6 +248,8 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 	while (c) {
 		struct lane_call *next = c->next;	/* c is the caller's once done */
 
+		if (HKV_LOAD(&l->defer))	/* as for the slot's */
+			lane_defer_take(l);
 		c->ret = c->fn(c->pool, l, c);
 		l->c.served_calls += c != mine;
 		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);

@@ -184,6 +184,7 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	struct lane_call c;
 	struct lane *l;
 	unsigned lo = 0;
+	bool queued = false;
 	int ret;
 
 	if (!pool || (!ext && n)) {
@@ -213,7 +214,10 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 	l = &pool->lanes[lo];
 	if (lane_owned(l))	/* else the owner runs it: leave its lines alone */
 		free_prefetch(&l->xi, ext);
-	ret = lane_call(pool, l, free_one_locked, &c);
+	else		/* another thread's lane: answered now, run by it? */
+		queued = pool->lane_defer && HKV_LOAD(&l->owner) &&
+			 lane_defer_free(pool, l, ext->start, ext->len);
+	ret = likely(!queued) ? lane_call(pool, l, free_one_locked, &c) : 0;
 	if (HKV_PROBE_ON(free))	/* the lane from l: lo is not kept across */
 		hkv_probe_free(pool->id, (int)(l - pool->lanes), ret ? 0 : c.n, n, ret);
 	return ret;
@@ -466,12 +470,15 @@ int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 	for (i = 0; i < pool->nlanes; i++, ln = ln + 1 < pool->nlanes ? ln + 1 : 0) {
 		struct lane *l = &pool->lanes[ln];
 		uint64_t avail = HKV_LOAD(&l->xi.free_pages);
+		bool queued = lane_defer_queued(l);	/* frees its holder runs first */
 
+		if (unlikely(queued))
+			avail += lane_defer_pages(l);
 		if (avail > most) {
 			most = avail;
 			best = ln;
 		}
-		if (HKV_LOAD(&l->xi.largest) < n)
+		if (HKV_LOAD(&l->xi.largest) < n && likely(!queued))
 			continue;
 		c = (struct lane_call){ .n = n, .flags = flags, .ext = ext, .max_ext = max_ext };
 		ret = lane_call(pool, l, alloc_if_room, &c);

@@ -40,12 +40,10 @@ static void lanes_destroy(struct hkv_pool *pool)
 {
 	unsigned i;
 
-	for (i = 0; i < pool->nlanes; i++) {
-		if (pool_forked(pool))	/* a fork() child may see the lock held */
-			xi_fini(&pool->lanes[i].xi);
-		else
-			lane_fini(&pool->lanes[i]);
-	}
+	/* lane_fini() frees memory only: a fork() child may do it too, though
+	 * it may see a lock held */
+	for (i = 0; i < pool->nlanes; i++)
+		lane_fini(&pool->lanes[i]);
 	free(pool->lanes);
 }
 
@@ -65,6 +63,7 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
 	pool->fork_gen = fork_generation();
 	pool->lane_bias = lane_bias_setup();
+	pool->lane_defer = env_get()->lane_defer != 0;
 	lane_wait_setup();
 	pool->npages = pool->opts.npages;
 	pool->page_bytes = pool->opts.page_bytes;

@@ -13,6 +13,7 @@ static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
 		     uint64_t usable[HKV_UFI_SIZES])
 {
 	const struct xindex *x = &l->xi;
+	const struct lane_defer *q;
 	unsigned j;
 
 	st->free_pages += x->free_pages;
@@ -27,7 +28,12 @@ static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
 	st->pages_freed += l->c.pages_freed;
 	st->served_calls += l->c.served_calls;
 	st->bias_revocations += l->revocations;
-	st->metadata_bytes += xi_metadata_bytes(x) + sizeof(*l);
+	q = __atomic_load_n(&l->defer, __ATOMIC_ACQUIRE);
+	if (q) {		/* the lane is locked: its queue was run */
+		st->deferred_frees += q->ran;
+		st->deferred_free_errors += q->errors;
+	}
+	st->metadata_bytes += xi_metadata_bytes(x) + sizeof(*l) + (q ? sizeof(*q) : 0);
 	for (j = 0; j < HKV_UFI_SIZES; j++)
 		usable[j] += xi_usable(x, ufi_sizes[j]);
 	if (i < HKV_STATS_LANES) {

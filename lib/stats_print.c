@@ -29,6 +29,7 @@ static const struct field fields[] = {
 	F(U64, arena_round_up_bytes), F(U64, prefault_ns), F(DBL, prefault_gbps),
 	F(U64, misplaced_pages), F(UINT, fallbacks), F(U64, metadata_bytes),
 	F(UINT, nregions), F(U64, served_calls), F(U64, bias_revocations),
+	F(U64, deferred_frees), F(U64, deferred_free_errors),
 };
 
 static void print_value(FILE *f, const struct hkv_stats *st, const struct field *fd)

@@ -106,6 +106,9 @@ int unit_check_units(struct hkv_pool *pool)
 
 	if (err)
 		return err;
+	/* the in_unit bits are taken away and put back: a thread reading them
+	 * without the lock (lane_defer_free()) must not trust them meanwhile */
+	pool_bits_unsettle(pool);
 	taken = take_units(pool, UINT64_MAX, true, &all);
 	if (!all) {
 		hkv_log(HKV_LOG_ERR, "hkv_check: a page is in two units, or a unit page is "
@@ -122,6 +125,7 @@ int unit_check_units(struct hkv_pool *pool)
 		}
 	}
 	take_units(pool, taken, false, &all);
+	pool_bits_settle(pool);
 	return err;
 }
 

@@ -35,6 +35,7 @@ static void clear_env(void)
 	unsetenv("HUGEKV_STRICT");
 	unsetenv("HUGEKV_LOG");
 	unsetenv("HUGEKV_LANE_BIAS");
+	unsetenv("HUGEKV_LANE_DEFER");
 }
 
 /* a log callback that creates a pool: it runs while the first parse of
@@ -129,6 +130,7 @@ static void test_good_values(void **state)
 	setenv("HUGEKV_PREFAULT_THREADS", "8", 1);
 	setenv("HUGEKV_STRICT", "1", 1);
 	setenv("HUGEKV_LANE_BIAS", "0", 1);
+	setenv("HUGEKV_LANE_DEFER", "0", 1);
 	env_reload();
 	e = env_get();
 	assert_int_equal(e->backing, HKV_BACKING_HUGE_2M);
@@ -136,6 +138,7 @@ static void test_good_values(void **state)
 	assert_int_equal(e->prefault_threads, 8);
 	assert_int_equal(e->strict, 1);
 	assert_int_equal(e->lane_bias, 0);
+	assert_int_equal(e->lane_defer, 0);
 	clear_env();
 	env_reload();
 }
@@ -154,12 +157,14 @@ static void test_bad_values_reported_and_ignored(void **state)
 	setenv("HUGEKV_STRICT", "2", 1);
 	setenv("HUGEKV_LOG", "loud", 1);
 	setenv("HUGEKV_LANE_BIAS", "yes", 1);
+	setenv("HUGEKV_LANE_DEFER", "2", 1);
 	env_reload();
 	e = env_get();
-	assert_int_equal(l.n, 6);
+	assert_int_equal(l.n, 7);
 	assert_int_equal(l.level, HKV_LOG_WARN);
-	assert_non_null(strstr(l.last, "HUGEKV_LANE_BIAS=yes: ignored (0 or 1)"));
+	assert_non_null(strstr(l.last, "HUGEKV_LANE_DEFER=2: ignored (0 or 1)"));
 	assert_int_equal(e->lane_bias, -1);
+	assert_int_equal(e->lane_defer, -1);
 	assert_int_equal(e->backing, -1);
 	assert_int_equal(e->node, -2);
 	assert_int_equal(e->prefault_threads, -1);

@@ -373,7 +373,8 @@ static void test_crowded_group(void **state)
 /*
  * The metadata bound with its lane term: at most XI_META_PAGE bytes per
  * page, XI_META_EXTENT per free extent, XI_META_CROWDED per crowded group,
- * XI_META_LANE per lane and the pool struct, so a thousand lanes of 100
+ * XI_META_LANE per lane (XI_META_QUEUE more for a lane that had a deferred
+ * free: none here) and the pool struct, so a thousand lanes of 100
  * pages (18 B/page once) or one-page lanes (1.6 KB once) stay
  * proportional. Checked fresh and after a fragmenting churn.
  */

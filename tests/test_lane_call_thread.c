@@ -67,12 +67,17 @@ static unsigned posted_count(struct lane *l)
 	return n;
 }
 
-static uint64_t served(struct hkv_pool *pool)
+static struct hkv_stats stats_of(struct hkv_pool *pool)
 {
 	struct hkv_stats st = { .sz = sizeof(st) };
 
 	assert_int_equal(hkv_stats(pool, &st), 0);
-	return st.served_calls;
+	return st;
+}
+
+static uint64_t served(struct hkv_pool *pool)
+{
+	return stats_of(pool).served_calls;
 }
 
 static struct hkv_pool *pool_new(uint64_t npages)
@@ -85,13 +90,16 @@ static struct hkv_pool *pool_new(uint64_t npages)
 }
 
 /* start the calls with lane 0 locked here, wait until all are posted and
- * none has returned, then unlock: the unlock runs them */
+ * none has returned, then unlock: the unlock runs them. Their frees are
+ * not deferred (answered at once, lane_defer.c): test_lane_defer_thread
+ * tests those */
 static void run_posted(struct hkv_pool *pool, struct call *c, unsigned n)
 {
 	struct lane *l = &pool->lanes[0];
 	uint64_t before = served(pool);
 	unsigned i;
 
+	pool->lane_defer = false;
 	lane_lock(l);
 	for (i = 0; i < n; i++) {
 		c[i].pool = pool;
@@ -220,6 +228,7 @@ static void test_owner_moves(void **state)
 	struct hkv_extent e;
 
 	(void)state;
+	pool->lane_defer = false;	/* the frees below wait (take the lane) */
 	assert_int_equal(hkv_alloc(pool, 1, 0, 0, &e, 1), 1);
 	assert_true(lane_owned(&pool->lanes[0]));
 	a.pool = pool;
@@ -368,6 +377,9 @@ static void test_handoff(void **state)
 	pthread_join(p, NULL);
 	pthread_join(c, NULL);
 	assert_int_equal(h.errors, 0);
+	/* the consumer's first free found the producer the lane's owner and
+	 * its queue empty: answered at once (lane_defer.c) */
+	assert_true(stats_of(h.pool).deferred_frees > 0);
 	assert_int_equal(hkv_available(h.pool), 512);
 	assert_int_equal(hkv_check(h.pool), 0);
 	free(h.holder);

@@ -3,12 +3,15 @@
  * test_oom.c - every heap allocation the library makes is failed in turn
  * (pool creation, bookkeeping growth in hkv_free, unit add and split,
  * free_slots, stats printing): each call must return -ENOMEM, change
- * nothing, and leak nothing (as many blocks freed as allocated). Evictions
+ * nothing, and leak nothing (as many blocks freed as allocated). A free
+ * deferred to the lane's holder whose run cannot grow the index stays
+ * queued until a later call can. Evictions
  * whose free cannot grow the index keep the unit, or park its pages until
  * the next eviction: no page is lost. The test replaces malloc and friends in its own executable, so it
  * runs in the plain build only: the sanitizers bring their own allocators
  * (and check leaks there themselves).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -133,6 +136,7 @@ struct frag {
 	struct hkv_pool *pool;
 	struct hkv_extent e[2];
 	uint64_t avail;
+	int ret;
 };
 
 static bool unchanged(void *arg)
@@ -192,6 +196,45 @@ static void test_free_growth(void **state)
 	runs = each_failure(free_two, f, unchanged);
 	assert_true(runs >= 1);			/* the growth really was needed */
 	assert_int_equal(hkv_available(f->pool), f->avail + 2);
+	hkv_pool_destroy(f->pool);
+	free(f);
+}
+
+static void *free_elsewhere(void *arg)
+{
+	struct frag *f = arg;
+
+	f->ret = hkv_free(f->pool, &f->e[0], 1);
+	return NULL;
+}
+
+/* a free that another thread deferred to this one (the lane's owner), whose
+ * run must grow the node array: with the growth failing it stays queued,
+ * its page allocated and counted by hkv_available(); the next call runs it */
+static void test_deferred_free_growth(void **state)
+{
+	struct hkv_stats st = { .sz = sizeof(st) };
+	struct frag *f;
+	pthread_t t;
+
+	(void)state;
+	if (!OOM_TESTABLE)
+		skip();
+	f = fragmented();
+	assert_int_equal(pthread_create(&t, NULL, free_elsewhere, f), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(f->ret, 0);
+	assert_non_null(f->pool->lanes[0].defer);	/* queued, not run */
+	assert_int_equal(hkv_available(f->pool), f->avail + 1);
+	fail_in = 0;
+	assert_int_equal(hkv_extents_allocated(f->pool, &f->e[0], 1), 0);	/* run: no room */
+	assert_int_equal(fail_in, -1);		/* the growth was tried, and failed */
+	assert_int_equal(hkv_available(f->pool), f->avail + 1);
+	assert_int_equal(hkv_extents_allocated(f->pool, &f->e[0], 1), -EINVAL);	/* run now */
+	assert_int_equal(hkv_stats(f->pool, &st), 0);
+	assert_int_equal(st.deferred_frees, 1);
+	assert_int_equal(st.free_pages, f->avail + 1);
+	assert_int_equal(hkv_check(f->pool), 0);
 	hkv_pool_destroy(f->pool);
 	free(f);
 }
@@ -380,6 +423,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create),
 		cmocka_unit_test(test_free_growth),
+		cmocka_unit_test(test_deferred_free_growth),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_views),
 		cmocka_unit_test(test_evict_nomem),

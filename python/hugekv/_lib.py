@@ -91,7 +91,8 @@ class Stats(ctypes.Structure):
                 ("misplaced_pages", c_u64), ("fallbacks", c_uint),
                 ("metadata_bytes", c_u64), ("nregions", c_uint),
                 ("region", RegionStats * STATS_REGIONS),
-                ("served_calls", c_u64), ("bias_revocations", c_u64)]
+                ("served_calls", c_u64), ("bias_revocations", c_u64),
+                ("deferred_frees", c_u64), ("deferred_free_errors", c_u64)]
 
 
 EVICT_FN = ctypes.CFUNCTYPE(None, c_void_p, c_u64, ctypes.POINTER(Extent), c_uint)
