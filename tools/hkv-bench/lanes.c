@@ -73,6 +73,7 @@ struct lanes_opts {
 	struct sizes sizes;
 	double mops[NCFG][LANES_MAX_REPEAT], med[NCFG];
 	double served[NCFG][LANES_MAX_REPEAT], served_med[NCFG];	/* share of calls */
+	double deferred[NCFG][LANES_MAX_REPEAT], deferred_med[NCFG];	/* share of frees */
 	/* per-round ratio to one thread: median, lowest, highest */
 	double ratio_med[NCFG], ratio_min[NCFG], ratio_max[NCFG];
 	bool run[NCFG];		/* --only: the configurations run (one thread always) */
@@ -245,21 +246,28 @@ static void *lt_consumer(void *arg)
 }
 
 /* the share of the measured allocations and frees (and the few frees of
- * the threads' last live allocations) that the lane's holder ran for
- * another thread (hkv_stats' served_calls) */
-static double served_share(const struct hkv_pool *pool, const struct hkv_stats *st0)
+ * the threads' last live allocations) that the lane's holder ran for a
+ * waiting thread (hkv_stats' served_calls), and the share of the frees
+ * answered at once and run by the holder later (deferred_frees) */
+static void call_shares(const struct hkv_pool *pool, const struct hkv_stats *st0,
+			double *served, double *deferred)
 {
 	struct hkv_stats st = { .sz = sizeof(st) };
-	uint64_t calls;
+	uint64_t calls, frees;
 
+	*served = *deferred = 0;
 	if (!st0->sz || hkv_stats(pool, &st))
-		return 0;
-	calls = st.allocs + st.frees - st0->allocs - st0->frees;
-	return calls ? (double)(st.served_calls - st0->served_calls) / (double)calls : 0;
+		return;
+	frees = st.frees - st0->frees;
+	calls = st.allocs - st0->allocs + frees;
+	if (calls)
+		*served = (double)(st.served_calls - st0->served_calls) / (double)calls;
+	if (frees)
+		*deferred = (double)(st.deferred_frees - st0->deferred_frees) / (double)frees;
 }
 
 static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep,
-		      double *mops, double *served)
+		      double *mops, double *served, double *deferred)
 {
 	struct hkv_pool_opts po = { .sz = sizeof(po), .npages = o->pages,
 				    .nlanes = cfg->nlanes, .backing = HKV_BACKING_NONE,
@@ -314,7 +322,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 		ops += t[i].ops;
 	}
 	pthread_barrier_destroy(&bar);
-	*served = served_share(pool, &st0);
+	call_shares(pool, &st0, served, deferred);
 	hkv_pool_destroy(pool);
 	free(ring);
 	*mops = ns ? ops * 1e3 / ns : 0;
@@ -427,7 +435,8 @@ static int lanes_measure(void *st)
 			int c = r % 2 ? NCFG - 1 - i : i;	/* drift hits both ends */
 
 			if (o->run[c])
-				err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r], &o->served[c][r]);
+				err = lanes_once(o, &lcfgs[c], r, &o->mops[c][r], &o->served[c][r],
+						 &o->deferred[c][r]);
 		}
 	if (err) {
 		fprintf(stderr, "hkv-bench lanes: %s\n", hkv_strerror(err));
@@ -438,6 +447,7 @@ static int lanes_measure(void *st)
 
 		o->med[c] = median_d(o->mops[c], o->repeat);
 		o->served_med[c] = median_d(o->served[c], o->repeat);
+		o->deferred_med[c] = median_d(o->deferred[c], o->repeat);
 		for (unsigned r = 0; r < o->repeat; r++)
 			ratio[r] = o->mops[0][r] > 0 ? o->mops[c][r] / o->mops[0][r] : 0;
 		o->ratio_med[c] = median_d(ratio, o->repeat);	/* sorted: the range at the ends */
@@ -455,15 +465,17 @@ static void lanes_report(void *st, struct json *j)
 		printf("lanes: %llu pages, occupancy %.2f, %llu ops per thread, median of %u "
 		       "rounds\n", (unsigned long long)o->pages, o->occupancy,
 		       (unsigned long long)o->ops, o->repeat);
-		printf("  %-22s %8s  %-20s %s\n", "", "Mops/s", "x 1 thread [range]",
-		       "calls run by the lock holder");
+		printf("  %-22s %8s  %-20s %-8s %s\n", "", "Mops/s", "x 1 thread [range]",
+		       "served", "frees deferred");
 		for (int c = 0; c < NCFG; c++)
 			if (o->run[c])
-				printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %4.1f%%\n",
+				printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %5.1f%%   %5.1f%%\n",
 				       lcfgs[c].name, o->med[c], o->ratio_med[c],
-				       o->ratio_min[c], o->ratio_max[c], 100 * o->served_med[c]);
+				       o->ratio_min[c], o->ratio_max[c], 100 * o->served_med[c],
+				       100 * o->deferred_med[c]);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
-		       "   round's 1-thread figure)\n");
+		       "   round's 1-thread figure; served: calls the lane's holder ran for a\n"
+		       "   waiting thread; deferred: frees answered at once, run by the holder)\n");
 		return;
 	}
 	json_u64(j, "pages", o->pages);
@@ -495,10 +507,14 @@ static void lanes_report(void *st, struct json *j)
 		json_arr_end(j);
 	}
 	json_obj_end(j);
-	if (o->run[2])
+	if (o->run[2]) {
 		json_dbl(j, "one_lane_served_share", o->served_med[2]);
-	if (o->run[3])
+		json_dbl(j, "one_lane_deferred_share", o->deferred_med[2]);
+	}
+	if (o->run[3]) {
 		json_dbl(j, "handoff_served_share", o->served_med[3]);
+		json_dbl(j, "handoff_deferred_share", o->deferred_med[3]);
+	}
 }
 
 static void lanes_fini(void *st)
