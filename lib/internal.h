@@ -598,8 +598,10 @@ struct lane {
 	 * reads owner on every call, without taking the holder's lines */
 	struct lane_call *posted __attribute__((aligned(64)));	/* lane_call()s waiting */
 	void *owner;		/* thread that ran the lane's last lane_call()s */
-	struct lane_defer *defer;	/* frees for the holder to run, or NULL */
 	struct lane_slot slot;
+	/* written once, read by the holder at every call: a line of its own,
+	 * so that the slot stays in one line */
+	struct lane_defer *defer __attribute__((aligned(64)));	/* frees to run, or NULL */
 	struct xindex xi __attribute__((aligned(64)));
 	struct lane_counters c;
 } __attribute__((aligned(64)));

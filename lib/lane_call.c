@@ -10,6 +10,10 @@
 
 #include "internal.h"
 
+/* a waiting caller's line: posted, owner and the slot, one line */
+_Static_assert(offsetof(struct lane, slot) + sizeof(struct lane_slot) <=
+	       offsetof(struct lane, posted) + 64, "the slot spills out of the posted line");
+
 /*
  * Every wait here is counted in pauses, and a pause lasts 10 ns on one CPU
  * and 27 ns on another (an AMD EPYC guest). The counts below were tuned
