@@ -14,8 +14,8 @@
  *   meta.c          large bookkeeping arrays
  *   extent.c        free-extent index of one lane (extent.h: extent_group.c,
  *                   extent_bins.c, extent_tree.c; extent_check.c)
- *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   lane_defer.c    frees answered at once, run by the lane's holder
+ *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
  *                   (lane_one.h: the allocation's lane_call(), inline)
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
@@ -569,6 +569,12 @@ static inline void cpu_relax(void)
  */
 #define LANE_DEFER_SIZE	64
 enum { DEFER_FREE, DEFER_CLAIMED, DEFER_FILLED, DEFER_VOID, DEFER_DROPPED };
+/* the seq of an entry for position p in phase ph */
+static inline uint64_t defer_seq(uint64_t p, unsigned ph)
+{
+	return 8 * p + ph;
+}
+
 struct lane_defer_ent {
 	uint64_t seq;
 	uint64_t start, len;	/* absolute pages */
@@ -607,7 +613,7 @@ struct lane {
 } __attribute__((aligned(64)));
 
 void lane_defer_fini(struct lane *l);
-void lane_defer_take(struct lane *l);
+void lane_defer_take(struct lane *l, unsigned settle);
 bool lane_defer_free(struct hkv_pool *pool, struct lane *l, uint64_t start, uint64_t len);
 uint64_t lane_defer_pages(const struct lane *l);
 
@@ -622,7 +628,7 @@ static inline bool lane_defer_queued(const struct lane *l)
 		return false;
 	h = HKV_LOAD(&q->head);
 	return __atomic_load_n(&q->ent[h % LANE_DEFER_SIZE].seq, __ATOMIC_ACQUIRE) >
-	       8 * h + DEFER_FREE;
+	       defer_seq(h, DEFER_FREE);
 }
 
 /*
@@ -699,7 +705,7 @@ static inline bool lane_trylock(struct lane *l)
 	if (unlikely(HKV_LOAD(&l->bias)))
 		lane_unbias(l);
 	if (unlikely(HKV_LOAD(&l->defer)))
-		lane_defer_take(l);
+		lane_defer_take(l, lane_waits.grace);
 	return true;
 }
 
@@ -756,7 +762,7 @@ static inline int lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn,
 			if (likely(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE) == LANE_UNLOCKED &&
 				   lane_owned(l) && HKV_LOAD(&l->bias))) {
 				if (unlikely(HKV_LOAD(&l->defer)))
-					lane_defer_take(l);
+					lane_defer_take(l, lane_waits.grace);
 				ret = fn(pool, l, c);
 				__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
 				if (unlikely(HKV_LOAD(&l->slot.state) == LANE_SLOT_POSTED ||

@@ -111,7 +111,7 @@ void lane_lock_wait(struct lane *l)
 	if (HKV_LOAD(&l->bias))
 		lane_unbias(l);
 	if (HKV_LOAD(&l->defer))
-		lane_defer_take(l);
+		lane_defer_take(l, lane_waits.grace);
 }
 
 /**
@@ -242,7 +242,7 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 	if (__atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE) == LANE_SLOT_POSTED) {
 		/* a call posted after its caller's deferred frees sees them */
 		if (HKV_LOAD(&l->defer))
-			lane_defer_take(l);
+			lane_defer_take(l, lane_waits.grace);
 		slot_run(l->slot.pool, l);
 		l->c.served_calls++;
 	}
@@ -253,7 +253,7 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 		struct lane_call *next = c->next;	/* c is the caller's once done */
 
 		if (HKV_LOAD(&l->defer))	/* as for the slot's */
-			lane_defer_take(l);
+			lane_defer_take(l, lane_waits.grace);
 		c->ret = c->fn(c->pool, l, c);
 		l->c.served_calls += c != mine;
 		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);

@@ -20,7 +20,7 @@
  * (lane_defer_take()): either the look sees a free that came first, and
  * the free waits for the exact answer, or the holder sees the claim and
  * settles the entry before any allocation. A claim not settled soon (its
- * thread preempted) is voided by the holder, and that free waits too.
+ * thread preempted) is dropped by the holder, and that free waits too.
  *
  * A free that cannot be answered so (not allocated, in a unit, queued
  * already, the queue full) takes the waiting path, which runs the queue
@@ -52,12 +52,6 @@ void pool_bits_settle(struct hkv_pool *pool)
 	__atomic_store_n(&pool->bits_seq, pool->bits_seq + 1, __ATOMIC_RELEASE);
 }
 
-/* seq of an entry for position p in phase ph */
-static inline uint64_t seq_of(uint64_t p, unsigned ph)
-{
-	return 8 * p + ph;
-}
-
 /**
  * lane_defer_fini() - free the lane's queue, if it has one
  * @l: the lane, used by no thread
@@ -81,7 +75,7 @@ static struct lane_defer *defer_queue(struct lane *l)
 		return NULL;
 	memset(q, 0, sizeof(*q));
 	for (uint64_t i = 0; i < LANE_DEFER_SIZE; i++)
-		q->ent[i].seq = seq_of(i, DEFER_FREE);
+		q->ent[i].seq = defer_seq(i, DEFER_FREE);
 	/* release: the holder that finds it finds it whole */
 	if (__atomic_compare_exchange_n(&l->defer, &none, q, false, __ATOMIC_RELEASE,
 					__ATOMIC_ACQUIRE))
@@ -91,21 +85,21 @@ static struct lane_defer *defer_queue(struct lane *l)
 }
 
 /* the phase of the entry at the head once it is settled: a claim waits
- * about as long as a lane's grace (lane_call.c), then the holder drops it
- * (its thread, preempted, may still write the entry: it frees it itself) */
-static uint64_t defer_settle(struct lane_defer_ent *e, uint64_t h)
+ * settle pauses, then the holder drops it (its thread, preempted, may
+ * still write the entry: it frees it itself) */
+static uint64_t defer_settle(struct lane_defer_ent *e, uint64_t h, unsigned settle)
 {
-	uint64_t claimed = seq_of(h, DEFER_CLAIMED), v = claimed;
+	uint64_t claimed = defer_seq(h, DEFER_CLAIMED), v = claimed;
 
-	for (unsigned spin = 0; spin < lane_waits.grace; spin++) {
+	for (unsigned spin = 0; spin < settle; spin++) {
 		v = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 		if (v != claimed)
 			return v;
 		cpu_relax();
 	}
-	if (__atomic_compare_exchange_n(&e->seq, &v, seq_of(h, DEFER_DROPPED), false,
+	if (__atomic_compare_exchange_n(&e->seq, &v, defer_seq(h, DEFER_DROPPED), false,
 					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
-		return seq_of(h, DEFER_DROPPED);
+		return defer_seq(h, DEFER_DROPPED);
 	return v;		/* settled by its thread meanwhile */
 }
 
@@ -116,7 +110,7 @@ static bool defer_run_one(struct lane *l, struct lane_defer *q, struct lane_defe
 {
 	int err;
 
-	if (v != seq_of(h, DEFER_FILLED))
+	if (v != defer_seq(h, DEFER_FILLED))
 		return true;	/* void or dropped */
 	err = xi_free_checked(&l->xi, e->start, e->len);
 	if (unlikely(err == -ENOMEM))
@@ -141,13 +135,15 @@ static bool defer_run_one(struct lane *l, struct lane_defer *q, struct lane_defe
  * @l: the lane, held by this thread, which has a queue; out of line, so
  *	that lane_call() and lane_trylock() stay a load and a branch longer
  *	for a lane that never had a deferred free
+ * @settle: pauses to wait for a claim in progress (the lane's grace,
+ *	lane_call.c)
  *
- * Runs the filled entries in order and voids claims not settled within the
- * grace, up to the first free entry. A free the index cannot grow for
+ * Runs the filled entries in order and drops claims not settled within
+ * @settle, up to the first free entry. A free the index cannot grow for
  * (-ENOMEM) stays queued, with the frees after it, until the next holder:
  * its pages stay allocated meanwhile, never lost.
  */
-void lane_defer_take(struct lane *l)
+void lane_defer_take(struct lane *l, unsigned settle)
 {
 	struct lane_defer *q = __atomic_load_n(&l->defer, __ATOMIC_ACQUIRE);
 	uint64_t h = q->head, v;
@@ -159,16 +155,16 @@ void lane_defer_take(struct lane *l)
 		struct lane_defer_ent *e = &q->ent[h % LANE_DEFER_SIZE];
 
 		v = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-		if (v <= seq_of(h, DEFER_FREE))	/* not claimed, or a lap behind */
+		if (v <= defer_seq(h, DEFER_FREE))	/* not claimed, or a lap behind */
 			break;
-		if (v == seq_of(h, DEFER_CLAIMED))
-			v = defer_settle(e, h);
+		if (v == defer_seq(h, DEFER_CLAIMED))
+			v = defer_settle(e, h, settle);
 		if (!defer_run_one(l, q, e, h, v))
 			break;
 		/* the entry is free for the position one lap ahead (a dropped
 		 * one once its thread is done with it) */
-		if (v != seq_of(h, DEFER_DROPPED))
-			__atomic_store_n(&e->seq, seq_of(h + LANE_DEFER_SIZE, DEFER_FREE),
+		if (v != defer_seq(h, DEFER_DROPPED))
+			__atomic_store_n(&e->seq, defer_seq(h + LANE_DEFER_SIZE, DEFER_FREE),
 					 __ATOMIC_RELEASE);
 		h++;
 	}
@@ -193,9 +189,9 @@ uint64_t lane_defer_pages(const struct lane *l)
 	for (unsigned i = 0; i < LANE_DEFER_SIZE; i++, h++) {
 		uint64_t v = __atomic_load_n(&q->ent[h % LANE_DEFER_SIZE].seq, __ATOMIC_ACQUIRE);
 
-		if (v <= seq_of(h, DEFER_FREE) || v > seq_of(h, DEFER_DROPPED))
+		if (v <= defer_seq(h, DEFER_FREE) || v > defer_seq(h, DEFER_DROPPED))
 			break;
-		if (v == seq_of(h, DEFER_FILLED))
+		if (v == defer_seq(h, DEFER_FILLED))
 			sum += HKV_LOAD(&q->ent[h % LANE_DEFER_SIZE].len);
 	}
 	return sum;
@@ -212,7 +208,7 @@ static bool defer_overlaps(const struct lane_defer *q, uint64_t start, uint64_t 
 	for (; h < t; h++) {
 		const struct lane_defer_ent *e = &q->ent[h % LANE_DEFER_SIZE];
 
-		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == seq_of(h, DEFER_FILLED) &&
+		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == defer_seq(h, DEFER_FILLED) &&
 		    HKV_LOAD(&e->start) < start + len && start < HKV_LOAD(&e->start) + HKV_LOAD(&e->len))
 			return true;
 	}
@@ -253,9 +249,9 @@ static struct lane_defer_ent *defer_claim(struct lane_defer *q, uint64_t *pos)
 
 	for (;;) {
 		struct lane_defer_ent *e = &q->ent[p % LANE_DEFER_SIZE];
-		uint64_t v = seq_of(p, DEFER_FREE), t;
+		uint64_t v = defer_seq(p, DEFER_FREE), t;
 
-		if (__atomic_compare_exchange_n(&e->seq, &v, seq_of(p, DEFER_CLAIMED), false,
+		if (__atomic_compare_exchange_n(&e->seq, &v, defer_seq(p, DEFER_CLAIMED), false,
 						__ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
 			t = HKV_LOAD(&q->tail);
 			while (t <= p && !__atomic_compare_exchange_n(&q->tail, &t, p + 1, true,
@@ -265,7 +261,7 @@ static struct lane_defer_ent *defer_claim(struct lane_defer *q, uint64_t *pos)
 			*pos = p;
 			return e;
 		}
-		if (v < seq_of(p, DEFER_FREE))
+		if (v < defer_seq(p, DEFER_FREE))
 			return NULL;	/* a lap behind: not run yet */
 		p++;			/* taken at this position, or the hint was old */
 	}
@@ -315,11 +311,11 @@ bool lane_defer_free(struct hkv_pool *pool, struct lane *l, uint64_t start, uint
 	}
 	/* settle it, unless the holder dropped it meanwhile: then the entry
 	 * is this thread's to free */
-	claimed = seq_of(pos, DEFER_CLAIMED);
+	claimed = defer_seq(pos, DEFER_CLAIMED);
 	if (__atomic_compare_exchange_n(&e->seq, &claimed,
-					seq_of(pos, ok ? DEFER_FILLED : DEFER_VOID), false,
+					defer_seq(pos, ok ? DEFER_FILLED : DEFER_VOID), false,
 					__ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		return ok;
-	__atomic_store_n(&e->seq, seq_of(pos + LANE_DEFER_SIZE, DEFER_FREE), __ATOMIC_RELEASE);
+	__atomic_store_n(&e->seq, defer_seq(pos + LANE_DEFER_SIZE, DEFER_FREE), __ATOMIC_RELEASE);
 	return false;
 }

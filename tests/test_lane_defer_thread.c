@@ -78,7 +78,7 @@ static unsigned queued(struct hkv_pool *pool, unsigned lane)
 	for (uint64_t h = __atomic_load_n(&q->head, __ATOMIC_ACQUIRE); n < LANE_DEFER_SIZE; h++) {
 		uint64_t v = __atomic_load_n(&q->ent[h % LANE_DEFER_SIZE].seq, __ATOMIC_ACQUIRE);
 
-		if (v != 8 * h + DEFER_FILLED)
+		if (v != defer_seq(h, DEFER_FILLED))
 			break;
 		n++;
 	}
