@@ -368,26 +368,43 @@ static __always_inline uint32_t bits_clear_lowest(const struct xindex *x, uint64
 	return (uint32_t)((j << 6) + (uint64_t)__builtin_ctzll(bits[j]));
 }
 
-/* file [start, +len) in its bin: bitmap, lowest group, masks, count (the
- * node is marked by the caller) */
-static __always_inline void bin_add(struct xindex *x, uint32_t start, uint32_t len)
+/* file [start, +len) in its bin, whose bitmap is bits: bitmap, lowest
+ * group, masks, count (the node is marked by the caller) */
+static __always_inline void bin_add_in(struct xindex *x, uint64_t *bits, uint32_t start,
+				       uint32_t len)
 {
-	bits_set(x, bin_bits(x, len), start >> 6);
+	bits_set(x, bits, start >> 6);
 	x->bin_low[len] = HKV_MIN(x->bin_low[len], start >> 6);	/* XI_NIL when empty */
-	x->bin_mask[len >> 6] |= 1ull << (len & 63);
-	x->bin_words |= 1ull << (len >> 6);
-	x->bin_count[len]++;
+	/* the masks name the non-empty bins: only a bin's first extent
+	 * changes them (most inserts find the bin in use) */
+	if (unlikely(!x->bin_count[len]++)) {
+		x->bin_mask[len >> 6] |= 1ull << (len & 63);
+		x->bin_words |= 1ull << (len >> 6);
+	}
 }
 
-/* file free extent id, [start, +len), in its bin */
-static __always_inline void bin_insert(struct xindex *x, uint32_t id, uint32_t start,
-				       uint32_t len)
+/* the same, the bitmap found here */
+static __always_inline void bin_add(struct xindex *x, uint32_t start, uint32_t len)
+{
+	bin_add_in(x, bin_bits(x, len), start, len);
+}
+
+/* file free extent id, [start, +len), in its bin, whose bitmap is bits */
+static __always_inline void bin_insert_in(struct xindex *x, uint64_t *bits, uint32_t id,
+					  uint32_t start, uint32_t len)
 {
 	struct fext *e = &x->node[id];
 
 	e->prio = 0;
 	e->parent = 0;		/* in a bin */
-	bin_add(x, start, len);
+	bin_add_in(x, bits, start, len);
+}
+
+/* the same, the bitmap found here */
+static __always_inline void bin_insert(struct xindex *x, uint32_t id, uint32_t start,
+				       uint32_t len)
+{
+	bin_insert_in(x, bin_bits(x, len), id, start, len);
 }
 
 /* the pick's extent leaves its bin; its group holds another of the bin iff
@@ -638,9 +655,10 @@ static __always_inline void free_bits(struct xindex *x, uint32_t s, uint64_t len
 
 /* free allocated pages [start, +len) (absolute, checked) and coalesce with
  * free neighbours, the plain free (no free neighbour, most frees) inline;
- * w, m, m2: as free_bits() takes them */
+ * w, m, m2: as free_bits() takes them; bits: the bitmap of len's bin if
+ * the caller has it, or NULL */
 static __always_inline void free_piece(struct xindex *x, uint64_t start, uint64_t len,
-				       uint64_t *w, uint64_t m, uint64_t m2)
+				       uint64_t *w, uint64_t m, uint64_t m2, uint64_t *bits)
 {
 	uint32_t s = (uint32_t)(start - x->base), e = s + (uint32_t)len, id;
 	uint64_t nb = m << 1 | m >> 1;	/* with m's own bits, set */
@@ -663,7 +681,8 @@ static __always_inline void free_piece(struct xindex *x, uint64_t start, uint64_
 		x->node[id].len = (uint32_t)len;
 		tags_add(x, s, e, id);
 		if (likely(len <= x->nexact)) {
-			bin_insert(x, id, s, (uint32_t)len);
+			bin_insert_in(x, bits ? bits : bin_bits(x, (uint32_t)len), id, s,
+				      (uint32_t)len);
 			x->free_extents++;
 			if (len > x->largest)
 				HKV_STORE(&x->largest, len);
@@ -679,7 +698,7 @@ static __always_inline void free_piece(struct xindex *x, uint64_t start, uint64_
 /* xi_free() */
 static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint64_t len)
 {
-	free_piece(x, start, len, NULL, 0, 0);
+	free_piece(x, start, len, NULL, 0, 0, NULL);
 }
 
 /*
@@ -692,11 +711,13 @@ static __always_inline void xi_free_piece(struct xindex *x, uint64_t start, uint
  */
 static __always_inline int xi_free_checked(struct xindex *x, uint64_t start, uint64_t len)
 {
-	uint64_t from = start - x->base, off = from & 63;
+	uint64_t from = start - x->base, off = from & 63, *bits = NULL;
 	int err;
 
-	if (len <= x->nexact)	/* the leaf word its bin insert writes, most often */
-		__builtin_prefetch(&bin_bits(x, (uint32_t)len)[from >> 12], 1);
+	if (len <= x->nexact) {	/* the leaf word its bin insert writes, most often */
+		bits = bin_bits(x, (uint32_t)len);
+		__builtin_prefetch(&bits[from >> 12], 1);
+	}
 	if (unlikely(x->free_extents >= x->ncap || x->ovf_nfree < 2)) {
 		err = xi_reserve_free(x, start, len);
 		if (err)
@@ -712,7 +733,7 @@ static __always_inline int xi_free_checked(struct xindex *x, uint64_t start, uin
 			return -EINVAL;
 		if ((w[1] & m) || (m2 && (w[9] & m2)))
 			return -EBUSY;
-		free_piece(x, start, len, w, m, m2);
+		free_piece(x, start, len, w, m, m2, bits);
 		return 0;
 	}
 	err = xi_check_allocated(x, start, len);

@@ -656,7 +656,10 @@ struct lane_call {
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);
 void lane_fini(struct lane *l);
 void lane_serve(struct lane *l, const struct lane_call *mine);
-int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c);
+/* c by value: its address is then taken nowhere on lane_call()'s inline
+ * paths, so that the compiler keeps its fields in registers there instead
+ * of storing them for a slow path that most calls never take */
+int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call c);
 void lane_serve_biased(struct lane *l);
 void lane_bias_on(const struct hkv_pool *pool, struct lane *l);
 void lane_unbias(struct lane *l);
@@ -746,8 +749,9 @@ static inline bool lane_owned(const struct lane *l)
  *
  * Return: what @fn returned.
  */
-static inline int lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn,
-			    struct lane_call *c)
+static inline __attribute__((always_inline)) int lane_call(struct hkv_pool *pool,
+							   struct lane *l, lane_fn fn,
+							   struct lane_call *c)
 {
 	int ret;
 
@@ -780,7 +784,7 @@ static inline int lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn,
 			return ret;
 		}
 	}
-	return lane_call_slow(pool, l, fn, c);
+	return lane_call_slow(pool, l, fn, *c);
 }
 
 /* lane owning an absolute page */

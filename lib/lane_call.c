@@ -342,12 +342,14 @@ own:
  * @pool: the pool
  * @l: the lane
  * @fn: the call
- * @c: its arguments, with @c->pool set
+ * @call: its arguments, with @call.pool set: a copy, which lives in this
+ *	frame until the call is done (a holder may run it from here)
  *
  * Return: what @fn returned, run by the holder or by this thread.
  */
-int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
+int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call call)
 {
+	struct lane_call *c = &call;
 	void *me = __builtin_thread_pointer(), *owner = HKV_LOAD(&l->owner);
 	unsigned grace = owner && owner != me ? lane_waits.grace : 0;
 	int free_slot = LANE_SLOT_FREE, ret;
