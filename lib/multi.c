@@ -41,23 +41,45 @@ static void mark_extents(struct hkv_pool *pool, const struct hkv_extent *ext, un
 			xi_mark(&pool->lanes[ln].xi, s, len, allocated);
 }
 
+/*
+ * A page named twice in one free: up to FREE_PAIRWISE extents are compared
+ * with each other (a few comparisons), more are found by their bits, each
+ * extent's pages marked free once checked, so that a later one naming them
+ * fails its check (two passes over the bits, not n^2 comparisons).
+ */
+#define FREE_PAIRWISE	8
+
+/* does ext[i] share a page with ext[0 .. i - 1]? */
+static bool overlaps_earlier(const struct hkv_extent *ext, unsigned i)
+{
+	for (unsigned j = 0; j < i; j++)
+		if (ext[i].start < ext[j].start + ext[j].len &&
+		    ext[j].start < ext[i].start + ext[i].len)
+			return true;
+	return false;
+}
+
 /* every page allocated, outside units, and named once; changes nothing */
 static int free_check(struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n)
 {
+	bool marking = n > FREE_PAIRWISE;
 	unsigned i, ln;
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
+		if (!marking && overlaps_earlier(ext, i)) {
+			err = -EINVAL;	/* as the check of marked pages says */
+			continue;
+		}
 		for_each_piece(pool, &ext[i], s, len, ln) {
 			err = xi_check_allocated(&pool->lanes[ln].xi, s, len);
 			if (err)
 				break;
 		}
-		/* a page named twice then fails the check; one extent cannot */
-		if (!err && n > 1)
+		if (!err && marking)
 			mark_extents(pool, &ext[i], 1, false);
 	}
-	if (n > 1)
+	if (marking)
 		mark_extents(pool, ext, err ? i - 1 : n, true);
 	return err;
 }

@@ -204,6 +204,50 @@ static void test_free_errors_change_nothing(void **state)
 	hkv_pool_destroy(p);
 }
 
+/*
+ * A page named twice in one free fails it, whether the extents are few
+ * (compared with each other) or many (found by their bits), and wherever
+ * the repeat is; extents that only touch are freed.
+ */
+static void test_free_named_twice(void **state)
+{
+	struct hkv_pool *p = mkpool(256, 2);
+	struct hkv_extent a, e[16];
+	unsigned counts[] = { 2, 3, 8, 9, 16 }, k, i;
+
+	(void)state;
+	/* 100 of lane 0's 128 pages, freed in extents of 6 */
+	assert_int_equal(hkv_alloc(p, 100, 0, 0, &a, 1), 1);
+	for (k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		unsigned n = counts[k];
+
+		for (i = 0; i < n; i++)
+			e[i] = (struct hkv_extent){ a.start + 6 * i, 6 };
+		/* the last repeats a page of the first, of the middle one, or
+		 * names all of an earlier one; one inside another */
+		e[n - 1] = (struct hkv_extent){ a.start + 5, 2 };
+		assert_int_equal(hkv_free(p, e, n), -EINVAL);
+		e[n - 1] = (struct hkv_extent){ a.start + 6 * ((n - 1) / 2) + 1, 1 };
+		assert_int_equal(hkv_free(p, e, n), -EINVAL);
+		e[n - 1] = e[0];
+		assert_int_equal(hkv_free(p, e, n), -EINVAL);
+		e[0] = (struct hkv_extent){ a.start + 6 * (n - 1), 6 };
+		e[n - 1] = (struct hkv_extent){ a.start + 6 * (n - 1) + 2, 2 };
+		assert_int_equal(hkv_free(p, e, n), -EINVAL);
+		assert_state(p, 156, 2);
+	}
+	/* touching, in any order: freed, few and many */
+	for (i = 0; i < 3; i++)
+		e[i] = (struct hkv_extent){ a.start + 6 * (2 - i), 6 };
+	assert_int_equal(hkv_free(p, e, 3), 0);
+	assert_state(p, 174, 3);
+	for (i = 0; i < 12; i++)
+		e[i] = (struct hkv_extent){ a.start + 18 + 6 * (11 - i), 6 };
+	assert_int_equal(hkv_free(p, e, 12), 0);
+	assert_state(p, 246, 3);
+	hkv_pool_destroy(p);
+}
+
 /* one extent spanning two lanes is freed piece by piece, all or nothing */
 static void test_free_across_lanes(void **state)
 {
@@ -412,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_multi_and_enospc),
 		cmocka_unit_test(test_lanes),
 		cmocka_unit_test(test_free_errors_change_nothing),
+		cmocka_unit_test(test_free_named_twice),
 		cmocka_unit_test(test_free_across_lanes),
 		cmocka_unit_test(test_stats_and_print),
 		cmocka_unit_test(test_free_slots),
