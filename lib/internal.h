@@ -676,6 +676,14 @@ extern struct lane_waits lane_waits;
 struct lane_waits lane_waits_scaled(uint64_t ns_1024);
 void lane_wait_setup(void);
 
+/* before each call the lane's holder runs (its own or a waiting one): the
+ * frees deferred to it, if the lane ever had one (lane_defer.c) */
+static inline void lane_run_deferred(struct lane *l)
+{
+	if (unlikely(HKV_LOAD(&l->defer)))
+		lane_defer_take(l, lane_waits.grace);
+}
+
 /*
  * The lane lock: one compare-and-swap to take, one exchange to release; a
  * thread that cannot get it spins a little, then sleeps on a futex. A
@@ -707,8 +715,7 @@ static inline bool lane_trylock(struct lane *l)
 		return false;
 	if (unlikely(HKV_LOAD(&l->bias)))
 		lane_unbias(l);
-	if (unlikely(HKV_LOAD(&l->defer)))
-		lane_defer_take(l, lane_waits.grace);
+	lane_run_deferred(l);
 	return true;
 }
 
@@ -765,8 +772,7 @@ static inline __attribute__((always_inline)) int lane_call(struct hkv_pool *pool
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* membarrier's side */
 			if (likely(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE) == LANE_UNLOCKED &&
 				   lane_owned(l) && HKV_LOAD(&l->bias))) {
-				if (unlikely(HKV_LOAD(&l->defer)))
-					lane_defer_take(l, lane_waits.grace);
+				lane_run_deferred(l);
 				ret = fn(pool, l, c);
 				__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
 				if (unlikely(HKV_LOAD(&l->slot.state) == LANE_SLOT_POSTED ||

@@ -110,8 +110,7 @@ void lane_lock_wait(struct lane *l)
 		os->futex_wait(&l->lock, LANE_SLEEPERS);
 	if (HKV_LOAD(&l->bias))
 		lane_unbias(l);
-	if (HKV_LOAD(&l->defer))
-		lane_defer_take(l, lane_waits.grace);
+	lane_run_deferred(l);
 }
 
 /**
@@ -241,8 +240,7 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 	l->quiet = 0;		/* another thread is at the lane */
 	if (__atomic_load_n(&l->slot.state, __ATOMIC_ACQUIRE) == LANE_SLOT_POSTED) {
 		/* a call posted after its caller's deferred frees sees them */
-		if (HKV_LOAD(&l->defer))
-			lane_defer_take(l, lane_waits.grace);
+		lane_run_deferred(l);
 		slot_run(l->slot.pool, l);
 		l->c.served_calls++;
 	}
@@ -252,8 +250,7 @@ void lane_serve(struct lane *l, const struct lane_call *mine)
 	while (c) {
 		struct lane_call *next = c->next;	/* c is the caller's once done */
 
-		if (HKV_LOAD(&l->defer))	/* as for the slot's */
-			lane_defer_take(l, lane_waits.grace);
+		lane_run_deferred(l);	/* as for the slot's */
 		c->ret = c->fn(c->pool, l, c);
 		l->c.served_calls += c != mine;
 		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
