@@ -631,6 +631,18 @@ static inline bool lane_defer_queued(const struct lane *l)
 	       defer_seq(h, DEFER_FREE);
 }
 
+/* the lane's free pages with those of the frees queued for its holder, a
+ * relaxed reading; *queued: lane_defer_queued() */
+static inline uint64_t lane_avail(const struct lane *l, bool *queued)
+{
+	uint64_t n = HKV_LOAD(&l->xi.free_pages);
+
+	*queued = lane_defer_queued(l);
+	if (unlikely(*queued))
+		n += lane_defer_pages(l);
+	return n;
+}
+
 /*
  * A single-lane call (flat combining). The lane's owner, the thread that ran
  * its last calls, runs its calls under the lane's lock. Any other thread
@@ -845,14 +857,10 @@ void pool_bits_settle(struct hkv_pool *pool);
 static inline uint64_t pool_free_pages(const struct hkv_pool *pool)
 {
 	uint64_t sum = 0;
+	bool queued;
 
-	for (unsigned i = 0; i < pool->nlanes; i++) {
-		const struct lane *l = &pool->lanes[i];
-
-		sum += HKV_LOAD(&l->xi.free_pages);
-		if (unlikely(lane_defer_queued(l)))
-			sum += lane_defer_pages(l);
-	}
+	for (unsigned i = 0; i < pool->nlanes; i++)
+		sum += lane_avail(&pool->lanes[i], &queued);
 	return sum;
 }
 

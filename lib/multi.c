@@ -491,11 +491,9 @@ int multi_alloc_any(struct hkv_pool *pool, uint64_t n, unsigned flags,
 
 	for (i = 0; i < pool->nlanes; i++, ln = ln + 1 < pool->nlanes ? ln + 1 : 0) {
 		struct lane *l = &pool->lanes[ln];
-		uint64_t avail = HKV_LOAD(&l->xi.free_pages);
-		bool queued = lane_defer_queued(l);	/* frees its holder runs first */
+		bool queued;	/* frees its holder runs first */
+		uint64_t avail = lane_avail(l, &queued);
 
-		if (unlikely(queued))
-			avail += lane_defer_pages(l);
 		if (avail > most) {
 			most = avail;
 			best = ln;
