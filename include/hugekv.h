@@ -100,6 +100,11 @@ struct hkv_extent {
  *	it the unit whose extents border the most free pages is evicted
  *	(0 = default 1 = plain LRU; hkv-bench evict measured no gain in
  *	extents per allocation from a window of 8, only slower runs)
+ * @name: NULL for a pool private to this process, or the name of a named
+ *	pool: its memory and bookkeeping live in files that other processes
+ *	attach with hkv_pool_attach() (see "Named pools" in the docs)
+ * @label: NULL, or a short human label (for example "L2 host tier") shown
+ *	by the stats, the metrics and the tools beside the pool's id
  */
 struct hkv_pool_opts {
 	size_t sz;
@@ -114,6 +119,8 @@ struct hkv_pool_opts {
 	/* first released layout ends here */
 	uint64_t chunk_bytes;
 	unsigned evict_window;
+	const char *name;
+	const char *label;
 };
 
 /**
