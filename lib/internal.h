@@ -121,6 +121,7 @@ int log_level(void);
  * into the pool) */
 void log_hold(void);
 void log_release(void);
+void log_once(pthread_once_t *once, void (*fn)(void));	/* delivers after the once */
 void log_fork_child(void);	/* fork.c: the child's log lock starts free */
 
 /* ---- env.c: HUGEKV_<OPTION> variables, parsed once --------------------- */

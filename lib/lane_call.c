@@ -88,7 +88,7 @@ void lane_wait_setup(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, wait_calibrate);
+	log_once(&once, wait_calibrate);	/* it logs the counts */
 }
 
 /**

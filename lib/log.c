@@ -155,6 +155,22 @@ void log_release(void)
 }
 
 /**
+ * log_once() - pthread_once() for a setup that logs
+ * @once: the once
+ * @fn: the setup
+ *
+ * The setup's messages are delivered after it finishes: a log callback that
+ * calls into the library inside the setup would reach the same once and
+ * wait for itself forever.
+ */
+void log_once(pthread_once_t *once, void (*fn)(void))
+{
+	log_hold();
+	pthread_once(once, fn);
+	log_release();
+}
+
+/**
  * log_fork_child() - in a fork() child: the lock may have been held by a
  * thread the child does not have
  */
