@@ -180,7 +180,7 @@ const struct numa_topo_pool *numa_topo_glob(const struct topo *t, uint64_t pgsz)
 uint64_t cgroup_hugetlb_room(uint64_t pgsz);
 
 /* ---- opts.c: the one option check (create and plan) ------------------- */
-#define HKV_MAX_LANES		65536	/* more is -E2BIG */
+#define HKV_MAX_LANES		HKV_POOL_MAX_LANES	/* more is -E2BIG */
 #define HKV_MAX_EVICT_WINDOW	1024
 /* the caller's options checked, defaults and HUGEKV_* applied; 0 or -errno */
 int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);

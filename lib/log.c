@@ -196,7 +196,7 @@ HKV_API const char *hkv_strerror(int err)
 	case EEXIST: return "a unit with this id already exists";
 	case ENOENT: return "no unit with this id";
 	case EUCLEAN: return "allocator invariant broken (hkv_check)";
-	case E2BIG: return "too large: a lane may hold at most 2^32-2 pages";
+	case E2BIG: return "too large: a lane may hold at most 2^32-2 pages, a pool at most 65536 lanes";
 	case EPERM: return "not permitted (locked-memory limit RLIMIT_MEMLOCK, or privileges)";
 	case EAGAIN: return "temporarily unavailable (hugepage reservation or cgroup hugetlb limit)";
 	case EOVERFLOW: return "counter overflow (too many pins)";
