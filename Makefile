@@ -78,7 +78,7 @@ $(BUILD)/lib/%.o: lib/%.c include/hugekv.h $(wildcard lib/*.h) | $(BUILD)/lib
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) -c $< -o $@
 
-$(BUILD)/lib $(BUILD)/tests:
+$(BUILD) $(BUILD)/lib $(BUILD)/tests:
 	$(Q)mkdir -p $@
 
 $(SHLIB): $(LIB_OBJS) lib/libhugekv.map
@@ -109,7 +109,7 @@ define gen_pc
 		'Libs.private: -lnuma -lpthread -lm' 'Cflags: -I$${includedir}' > $(1)
 endef
 
-$(BUILD)/hugekv.pc: Makefile
+$(BUILD)/hugekv.pc: Makefile | $(BUILD)
 	$(call msg,GEN,$@)
 	$(Q)$(call gen_pc,$@)
 

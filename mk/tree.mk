@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# tree.mk - checks of the tree as a whole, in `make check`: every rule that
+# writes into the build directory makes or waits for it (scripts/
+# check-build-dirs, built from a copy of the tree without one).
+
+.PHONY: check-tree check-build-dirs
+
+check-build-dirs:
+	$(Q)scripts/check-build-dirs SANITIZE=thread
+
+check-tree: check-build-dirs
+
+CHECK_EXTRA	+= check-tree
