@@ -106,8 +106,12 @@ define gen_pc
 		'includedir=$(INCLUDEDIR)' '' 'Name: hugekv' \
 		'Description: host KV-cache allocator on NUMA-local hugepage arenas' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lhugekv' \
-		'Libs.private: -lnuma -lpthread -lm' 'Cflags: -I$${includedir}' > $(1)
+		$(PC_NUMA) 'Cflags: -I$${includedir}' > $(1)
 endef
+# libnuma by its own numa.pc where the system has one (Debian's libnuma-dev)
+PC_NUMA		:= $(if $(shell pkg-config --exists numa 2>/dev/null && echo 1), \
+		   'Requires.private: numa' 'Libs.private: -lpthread -lm', \
+		   'Libs.private: -lnuma -lpthread -lm')
 
 $(BUILD)/hugekv.pc: Makefile | $(BUILD)
 	$(call msg,GEN,$@)
