@@ -652,7 +652,7 @@ static inline uint64_t lane_avail(const struct lane *l, bool *queued)
  * the lock free after it takes the lock, runs what is posted and becomes
  * the owner. The lane's lines then stay in one cache instead of moving to
  * each caller in turn, which is what two threads on one lane otherwise pay
- * for (notes/issue-14.md); a posted call is validated and answered exactly
+ * for (hkv-bench lanes); a posted call is validated and answered exactly
  * as if its caller had run it.
  */
 struct lane_call {
