@@ -139,6 +139,17 @@ $(BUILD)/$(1): $(wildcard tools/$(1)/*.c tools/$(1)/*.h) $(BUILD)/libhugekv.so $
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
+# tools that are scripts (tools/NAME/NAME, no C): copied into $(BUILD) with
+# the version filled in, installed with the others
+TOOL_SCRIPTS	:= $(foreach d,$(wildcard tools/*/),$(if $(wildcard $(d)*.c),,$(notdir $(wildcard $(d)$(notdir $(d:/=))))))
+TOOL_BINS	+= $(TOOL_SCRIPTS:%=$(BUILD)/%)
+define script_rule
+$(BUILD)/$(1): tools/$(1)/$(1) Makefile | $(BUILD)
+	$$(call msg,GEN,$$@)
+	$$(Q)sed 's/@VERSION@/$$(VERSION)/' $$< > $$@.tmp && chmod 0755 $$@.tmp && mv $$@.tmp $$@
+endef
+$(foreach t,$(TOOL_SCRIPTS),$(eval $(call script_rule,$(t))))
+
 tools: $(TOOL_BINS)
 
 deps:

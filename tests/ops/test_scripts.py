@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""test_scripts.py - scripts/numa-tune, scripts/hugepages-setup and
-scripts/test-env on this machine. The --apply test changes node 0's 2 MiB
+"""test_scripts.py - hkv-numa-tune, hkv-hugepages-setup (as make copies
+them into the build) and scripts/test-env on this machine. The --apply test changes node 0's 2 MiB
 pool by 4 pages up and back, the test-env test the pool by 8 and back (root
 only); the GRUB edit goes to a temporary file."""
 import json
@@ -14,8 +14,8 @@ import pytest
 from helpers import eq, is_root, read, read_int, run
 
 BUILD = os.environ.get("HKV_BUILD", "build")
-TUNE = "scripts/numa-tune"
-SETUP = "scripts/hugepages-setup"
+TUNE = os.path.join(BUILD, "hkv-numa-tune")
+SETUP = os.path.join(BUILD, "hkv-hugepages-setup")
 NODE = "/sys/devices/system/node"
 HP0 = NODE + "/node0/hugepages/hugepages-2048kB/nr_hugepages"
 
