@@ -102,8 +102,9 @@ struct hkv_extent {
  *	never cross a chunk boundary. Rounded down to whole pages.
  * @evict_window: victim window among the coldest unpinned units; within
  *	it the unit whose extents border the most free pages is evicted
- *	(0 = default 1 = plain LRU; hkv-bench evict measured no gain in
- *	extents per allocation from a window of 8, only slower runs)
+ *	(0 = default 1 = plain LRU; hkv-bench churn --watermarks measured
+ *	no gain in extents per allocation from a window of 8, only slower
+ *	runs)
  * @name: NULL for a pool private to this process, or the name of a named
  *	pool: its memory and bookkeeping live in files that other processes
  *	attach with hkv_pool_attach() (see "Named pools" in the docs)
