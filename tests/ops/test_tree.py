@@ -2,9 +2,11 @@
 """test_tree.py - the tree-wide checks find what they are for:
 scripts/check-layering a cycle among objects (and none where there is
 none), scripts/check-version a Python version or a symbol-version node
-that disagrees with the Makefile's VERSION."""
+that disagrees with the Makefile's VERSION, scripts/check-build-dirs a rule
+that writes into a build directory it does not wait for."""
 import os
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -85,3 +87,32 @@ def test_version_disagreements(tmp):
          "HUGEKV_%d.%d {" % (major, minor + 1))
     _, _, err = run([check], 1)
     eq("node HUGEKV_%d.%d is newer" % (major, minor + 1) in err, True, err)
+
+
+TOY = """BUILD ?= build
+all: $(BUILD)/a.txt $(BUILD)/sub/b.txt
+$(BUILD)/a.txt: src.txt%s
+\tcp $< $@
+$(BUILD)/sub/b.txt: src.txt | $(BUILD)/sub
+\tcp $< $@
+$(BUILD) $(BUILD)/sub:
+\tmkdir -p $@
+"""
+
+
+def test_build_dirs_finds_a_rule_without_its_directory(tmp):
+    """a rule that writes into $(BUILD) without waiting for it fails the
+    check; with the order-only prerequisite it passes"""
+    check = os.path.join(SRC, "scripts", "check-build-dirs")
+    with open(os.path.join(tmp, "src.txt"), "w") as f:
+        f.write("x\n")
+    with open(os.path.join(tmp, "Makefile"), "w") as f:
+        f.write(TOY % "")
+    p = subprocess.run([check], cwd=tmp, capture_output=True, text=True)
+    eq(p.returncode, 1, p.stdout + p.stderr)
+    assert "build/a.txt" in p.stderr and "1 of 2 leaf rules" in p.stdout, p.stdout + p.stderr
+    with open(os.path.join(tmp, "Makefile"), "w") as f:
+        f.write(TOY % " | $(BUILD)")
+    p = subprocess.run([check, "BUILD=out"], cwd=tmp, capture_output=True, text=True)
+    eq(p.returncode, 0, p.stdout + p.stderr)
+    assert "2 of 2 leaf rules build from a tree without out/" in p.stdout, p.stdout
