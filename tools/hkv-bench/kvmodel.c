@@ -225,9 +225,20 @@ static int unit_add(struct kvrun *r, int L, uint32_t req, uint32_t u, const uint
 
 	if (err)
 		return fail(r, req, "unit add failed", err);
-	memcpy(&r->pg[L][(uint64_t)u * r->c->ppb], pages, n * sizeof(*pages));
+	memmove(&r->pg[L][(uint64_t)u * r->c->ppb], pages, n * sizeof(*pages));
 	r->cnt[L][u] = (uint8_t)n;
 	return 0;
+}
+
+/* pages the request computed or loaded for block @u: its own until the
+ * release makes them a unit (as an engine inserts into its radix tree when
+ * a request finishes), so no eviction can take them meanwhile */
+static void pending(struct kvrun *r, uint32_t u, const uint32_t *pages, unsigned n)
+{
+	memcpy(&r->pg[0][(uint64_t)u * r->c->ppb], pages, n * sizeof(*pages));
+	r->cnt[0][u] = (uint8_t)n;
+	r->pin1[u]++;
+	r->unew[r->nnew++] = u;
 }
 
 static int tier_call(struct kvrun *r, int L, uint32_t req, int which, const uint32_t *u,
@@ -259,7 +270,7 @@ static int tier_alloc(struct kvrun *r, int L, uint32_t req, uint32_t npages, uin
 
 /* L2 hits: into L1, checking their bytes */
 static int load(struct kvrun *r, const struct kvreq *q, uint32_t req, const uint32_t *b,
-		uint32_t to, uint32_t *nu1)
+		uint32_t to)
 {
 	uint32_t *src = r->scratch, *dst, n = 0, off = 0, nu2 = 0;
 	int err;
@@ -292,9 +303,7 @@ static int load(struct kvrun *r, const struct kvreq *q, uint32_t req, const uint
 					    src[off + i]);
 			r->tag[dst[off + i]] = key;
 		}
-		err = unit_add(r, 0, req, u, dst + off, p);
-		r->pin1[u]++;
-		r->u1[(*nu1)++] = u;
+		pending(r, u, dst + off, p);
 		off += p;
 	}
 	if (!err)
@@ -309,7 +318,7 @@ static int load(struct kvrun *r, const struct kvreq *q, uint32_t req, const uint
 /* misses: computed into new L1 pages; blocks L1 already holds (after a gap
  * in the prefix, or twice in one request) are computed into private pages */
 static int compute(struct kvrun *r, const struct kvreq *q, uint32_t req, const uint32_t *b,
-		   uint32_t from, uint32_t *nu1, uint32_t *nnew)
+		   uint32_t from)
 {
 	uint32_t *pg = r->scratch, n = 0, off = 0;
 	int err;
@@ -329,10 +338,7 @@ static int compute(struct kvrun *r, const struct kvreq *q, uint32_t req, const u
 			memcpy(r->priv_pg + r->npriv, pg + off, p * sizeof(*pg));
 			r->npriv += p;
 		} else {
-			err = unit_add(r, 0, req, u, pg + off, p);
-			r->pin1[u]++;
-			r->u1[(*nu1)++] = u;
-			r->unew[(*nnew)++] = u;
+			pending(r, u, pg + off, p);
 		}
 		off += p;
 	}
@@ -340,13 +346,13 @@ static int compute(struct kvrun *r, const struct kvreq *q, uint32_t req, const u
 }
 
 /* write-through: the new blocks into L2 */
-static int backup(struct kvrun *r, uint32_t req, uint32_t nnew)
+static int backup(struct kvrun *r, uint32_t req)
 {
 	uint32_t *src = r->scratch, *dst, n = 0, nb = 0, off = 0;
 	bool misplace = r->tier[1].inject == KV_INJECT_MISPLACE;
 	int err;
 
-	for (uint32_t i = 0; i < nnew; i++) {
+	for (uint32_t i = 0; i < r->nnew; i++) {
 		uint32_t u = r->unew[i];
 
 		if (r->cnt[1][u])
@@ -371,11 +377,9 @@ static int backup(struct kvrun *r, uint32_t req, uint32_t nnew)
 			stamp_write(r, misplace ? (dst[off + k] + 1) % r->tier[1].npages :
 				    dst[off + k], key);
 		}
-		err = unit_add(r, 1, req, u, dst + off, p);
+		err = unit_add(r, 1, req, u, dst + off, p);	/* copy done */
 		off += p;
 	}
-	if (!err)
-		err = tier_call(r, 1, req, 1, r->u2, nb);	/* copy done */
 	if (!err)
 		transfer(r, false, n, runs(src, dst, n));
 	return err;
@@ -399,8 +403,21 @@ static int decode(struct kvrun *r, const struct kvreq *q, uint32_t req)
 	return err;
 }
 
-static int release(struct kvrun *r, uint32_t req, const struct kvreq *q, const uint32_t *b,
-		   uint32_t nu1)
+/* reverse a list: the last block first */
+static void reverse(uint32_t *u, uint32_t n)
+{
+	for (uint32_t i = 0; i < n / 2; i++) {
+		uint32_t x = u[i];
+
+		u[i] = u[n - 1 - i];
+		u[n - 1 - i] = x;
+	}
+}
+
+/* private pages freed; the request's new blocks become units, then its L1
+ * hits are unpinned and touched, then their L2 copies touched: all last
+ * block first, so the prefix ends most recent */
+static int release(struct kvrun *r, uint32_t req, uint32_t nu1)
 {
 	struct kvtier *t = &r->tier[0];
 	uint32_t n2 = 0;
@@ -414,25 +431,22 @@ static int release(struct kvrun *r, uint32_t req, const struct kvreq *q, const u
 			return fail(r, req, "free failed", err);
 		err = released(r, 0, req, r->priv_pg, r->npriv);
 	}
-	/* last block first */
-	for (uint32_t i = 0; i < nu1 / 2; i++) {
-		uint32_t x = r->u1[i];
+	for (uint32_t i = r->nnew; i-- > 0 && !err;) {
+		uint32_t u = r->unew[i];
 
-		r->u1[i] = r->u1[nu1 - 1 - i];
-		r->u1[nu1 - 1 - i] = x;
+		err = unit_add(r, 0, req, u, &r->pg[0][(uint64_t)u * r->c->ppb], r->cnt[0][u]);
+		r->pin1[u]--;
 	}
+	reverse(r->u1, nu1);
 	if (!err)
 		err = tier_call(r, 0, req, 1, r->u1, nu1);
 	for (uint32_t i = 0; i < nu1; i++)
 		r->pin1[r->u1[i]]--;
 	if (!err)
 		err = tier_call(r, 0, req, 2, r->u1, nu1);
-	r->gen++;
-	for (uint32_t j = q->nblocks; j-- > 0;)
-		if (r->cnt[1][b[j]] && r->seen[b[j]] != r->gen) {
-			r->seen[b[j]] = r->gen;
-			r->u2[n2++] = b[j];
-		}
+	for (uint32_t i = 0; i < r->nut; i++)	/* unless the backup evicted it */
+		if (r->cnt[1][r->ut[i]])
+			r->u2[n2++] = r->ut[i];
 	return err ? err : tier_call(r, 1, req, 2, r->u2, n2);
 }
 
@@ -463,11 +477,11 @@ int kvrun_request(struct kvrun *r, uint32_t req)
 	const struct kvtrace *tr = r->c->trace;
 	const struct kvreq *q = &tr->req[req];
 	const uint32_t *b = &tr->blk[q->first];
-	uint32_t h = 0, nu1 = 0, nnew = 0, l1h = 0, foot = 0;
+	uint32_t h = 0, nu1 = 0, l1h = 0, foot = 0;
 	int err;
 
 	req_ticks = 0;
-	r->npriv = 0;
+	r->npriv = r->nnew = 0;
 	for (uint32_t j = 0; j < q->nblocks; j++)
 		foot += pages_of(r, q, j);
 	foot += (uint32_t)((q->in_len + (uint64_t)q->out_len + r->c->page_tokens - 1) /
@@ -494,20 +508,27 @@ int kvrun_request(struct kvrun *r, uint32_t req)
 			break;
 		}
 	}
+	r->gen++;		/* the hits' L2 copies, touched at the release */
+	r->nut = 0;
+	for (uint32_t j = h; j-- > 0;)
+		if (r->cnt[1][b[j]] && r->seen[b[j]] != r->gen) {
+			r->seen[b[j]] = r->gen;
+			r->ut[r->nut++] = b[j];
+		}
 	r->s.hit_l1 += l1h;
 	r->s.hit_l2 += h - l1h;
 	r->s.miss += q->nblocks - h;
 	err = tier_call(r, 0, req, 0, r->u1, nu1);
 	if (!err)
-		err = load(r, q, req, b, h, &nu1);
+		err = load(r, q, req, b, h);
 	if (!err)
-		err = compute(r, q, req, b, h, &nu1, &nnew);
+		err = compute(r, q, req, b, h);
 	if (!err)
-		err = backup(r, req, nnew);
+		err = backup(r, req);
 	if (!err)
 		err = decode(r, q, req);
 	if (!err)
-		err = release(r, req, q, b, nu1);
+		err = release(r, req, nu1);
 	if (err)
 		return err;
 out:
@@ -583,10 +604,11 @@ int kvrun_init(struct kvrun *r, const struct kvdesign *d, const struct kvcfg *c)
 	r->u1 = malloc(maxp * sizeof(*r->u1));
 	r->u2 = malloc(maxp * sizeof(*r->u2));
 	r->unew = malloc(maxp * sizeof(*r->unew));
+	r->ut = malloc(maxp * sizeof(*r->ut));
 	r->priv_pg = malloc(maxp * sizeof(*r->priv_pg));
 	r->scratch = malloc(2 * maxp * sizeof(*r->scratch));
 	r->np2 = malloc(maxp);
-	if (!r->scratch || !r->np2 ||
+	if (!r->scratch || !r->np2 || !r->ut ||
 	    !r->pin1 || !r->pin2 || !r->seen || !r->tag || !r->ticks || !r->s.desc_load ||
 	    !r->s.desc_backup || !r->s.tl || !r->ext || !r->u1 || !r->u2 || !r->unew ||
 	    !r->priv_pg)
@@ -654,6 +676,7 @@ void kvrun_fini(struct kvrun *r)
 	free(r->u1);
 	free(r->u2);
 	free(r->unew);
+	free(r->ut);
 	free(r->priv_pg);
 	free(r->scratch);
 	free(r->np2);

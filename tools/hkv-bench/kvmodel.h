@@ -64,7 +64,7 @@ struct kvtier;
  * @alloc: @npages pages for consecutive units of t->ppb pages (the last
  *	may be shorter), evicting as the design does (victims pushed with
  *	kvtier_victim()); extents into @ext; count, or -ENOMEM (nothing taken)
- * @add: make allocated pages unit @unit, pinned once (in use)
+ * @add: make allocated pages unit @unit, unpinned, the most recently used
  * @pin: one more pin on each unit (a pinned unit is never evicted)
  * @unpin: one pin less on each
  * @touch: mark the units used, in order (the last one most recently)
@@ -166,9 +166,9 @@ struct kvrun {
 	/* scratch, one request */
 	struct hkv_extent *ext;
 	unsigned maxext;
-	uint32_t *u1, *u2, *unew, *priv_pg, *scratch;
+	uint32_t *u1, *u2, *unew, *ut, *priv_pg, *scratch;
 	uint8_t *np2;
-	uint32_t npriv;
+	uint32_t npriv, nnew, nut;
 };
 
 int kvrun_init(struct kvrun *r, const struct kvdesign *d, const struct kvcfg *c);

@@ -202,8 +202,8 @@ static int eng_add(struct kvtier *t, uint32_t unit, const struct hkv_extent *ext
 			pg[k++] = (uint32_t)p;
 		}
 	x->n = (uint16_t)k;
-	x->pin = 1;
-	x->lru = 0;
+	x->pin = 0;
+	lru_add_tail(e, unit);
 	return 0;
 }
 
@@ -272,15 +272,17 @@ static int eng_free(struct kvtier *t, const struct hkv_extent *ext, unsigned n)
 /* ---- sglang-dev: free_pages + release_pages, lazy merge-and-sort --------- */
 static void radix_sort(uint32_t *v, uint32_t *tmp, uint64_t n)
 {
-	for (int shift = 0; shift < 32; shift += 16) {
-		uint64_t cnt[65537] = { 0 };
+	for (int shift = 0; n && shift < 32; shift += 8) {
+		uint64_t cnt[257] = { 0 };
 
 		for (uint64_t i = 0; i < n; i++)
-			cnt[((v[i] >> shift) & 0xffff) + 1]++;
-		for (int b = 0; b < 65536; b++)
+			cnt[((v[i] >> shift) & 0xff) + 1]++;
+		if (cnt[((v[0] >> shift) & 0xff) + 1] == n)
+			continue;	/* one digit value: nothing to move */
+		for (int b = 0; b < 256; b++)
 			cnt[b + 1] += cnt[b];
 		for (uint64_t i = 0; i < n; i++)
-			tmp[cnt[(v[i] >> shift) & 0xffff]++] = v[i];
+			tmp[cnt[(v[i] >> shift) & 0xff]++] = v[i];
 		memcpy(v, tmp, n * sizeof(*v));
 	}
 }
@@ -745,7 +747,9 @@ static int vp_add(struct kvtier *t, uint32_t unit, const struct hkv_extent *ext,
 			v->owner[p] = unit;
 		}
 	v->un[unit] = (uint8_t)k;
-	v->upin[unit] = 1;
+	v->upin[unit] = 0;
+	for (unsigned j = k; j-- > 0;)	/* cached, free: to the tail, last first */
+		vq_append(v, pg[j]);
 	return 0;
 }
 

@@ -61,9 +61,7 @@ static int hk_alloc(struct kvtier *t, uint32_t npages, struct hkv_extent *ext, u
 
 static int hk_add(struct kvtier *t, uint32_t unit, const struct hkv_extent *ext, unsigned n)
 {
-	int err = hkv_unit_add(t->st, unit, ext, n);
-
-	return err ? err : hkv_unit_pin(t->st, unit);
+	return hkv_unit_add(t->st, unit, ext, n);
 }
 
 #define HK_EACH(fn)							\
