@@ -3,7 +3,9 @@
  * kvmodel.c - the engine model: one request at a time, in arrival order.
  *
  *   match     the longest prefix of the request's blocks cached in L1 or
- *             L2 (L1 first, block by block); the rest are misses
+ *             L2 (L1 first, block by block); the rest are misses. The
+ *             hits' L2 copies are touched (an engine's match marks its
+ *             radix nodes used, for both tiers)
  *   pin       the L1 hits (so nothing this request uses is evicted)
  *   load      L2 hits: pin in L2, one L1 allocation for all of them, copy
  *             L2 -> L1 (bytes checked), L1 units, unpin L2
@@ -515,10 +517,14 @@ int kvrun_request(struct kvrun *r, uint32_t req)
 			r->seen[b[j]] = r->gen;
 			r->ut[r->nut++] = b[j];
 		}
+	err = tier_call(r, 1, req, 2, r->ut, r->nut);	/* matched: recent in both */
+	if (err)
+		return err;
 	r->s.hit_l1 += l1h;
 	r->s.hit_l2 += h - l1h;
 	r->s.miss += q->nblocks - h;
-	err = tier_call(r, 0, req, 0, r->u1, nu1);
+	if (!err)
+		err = tier_call(r, 0, req, 0, r->u1, nu1);
 	if (!err)
 		err = load(r, q, req, b, h);
 	if (!err)

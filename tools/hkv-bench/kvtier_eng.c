@@ -119,12 +119,16 @@ static void lru_add_tail(struct eng *e, uint32_t i)
 	x->lru = 1;
 }
 
-/* evict the coldest unpinned unit; false when there is none */
+/* evict the coldest unpinned unit; false when there is none. Pinned units
+ * keep their place (a pin does not make a unit recent): the walk skips the
+ * few the requests in flight hold */
 static bool evict_one(struct eng *e)
 {
 	uint32_t v = e->head;
 	struct eunit *x;
 
+	while (v != KV_NONE && e->u[v].pin)
+		v = e->u[v].next;
 	if (v == KV_NONE)
 		return false;
 	x = &e->u[v];
@@ -214,8 +218,7 @@ static int eng_pin(struct kvtier *t, const uint32_t *u, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		if (!e->u[u[i]].n)
 			return -ENOENT;
-		if (!e->u[u[i]].pin++)
-			lru_del(e, u[i]);
+		e->u[u[i]].pin++;
 	}
 	return 0;
 }
@@ -229,8 +232,7 @@ static int eng_unpin(struct kvtier *t, const uint32_t *u, unsigned n)
 
 		if (!x->n || !x->pin)
 			return -EINVAL;
-		if (!--x->pin)
-			lru_add_tail(e, u[i]);
+		x->pin--;
 	}
 	return 0;
 }
@@ -242,10 +244,8 @@ static int eng_touch(struct kvtier *t, const uint32_t *u, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		if (!e->u[u[i]].n)
 			return -ENOENT;
-		if (e->u[u[i]].lru) {
-			lru_del(e, u[i]);
-			lru_add_tail(e, u[i]);
-		}
+		lru_del(e, u[i]);
+		lru_add_tail(e, u[i]);
 	}
 	return 0;
 }
