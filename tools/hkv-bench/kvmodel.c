@@ -48,14 +48,24 @@ void kvtier_victim(struct kvtier *t, uint32_t unit)
 	t->nvict++;
 }
 
+const char *const kv_op_names[KV_NOPS] = {
+	"alloc_l1", "alloc_l2", "add_l1", "add_l2", "pin_l1", "pin_l2", "unpin_l1", "unpin_l2",
+	"touch_l1", "touch_l2", "free_l1", "free_l2",
+};
+
 /* ---- timing ------------------------------------------------------------- */
 static uint64_t req_ticks;
 
-#define TIMED(r, call) ({						\
+/* one tier call (@op: KV_OP()), its ticks less the timer's own */
+#define TIMED(r, op, call) ({						\
 	uint64_t _t0 = tick();						\
 	int _rc = (call);						\
 	uint64_t _d = tick() - _t0;					\
-	req_ticks += _d > (r)->overhead ? _d - (r)->overhead : 0;	\
+									\
+	_d = _d > (r)->overhead ? _d - (r)->overhead : 0;		\
+	req_ticks += _d;						\
+	(r)->s.op_ticks[op] += _d;					\
+	(r)->s.op_calls[op]++;						\
 	_rc;								\
 })
 
@@ -223,7 +233,7 @@ static int unit_add(struct kvrun *r, int L, uint32_t req, uint32_t u, const uint
 		    unsigned n)
 {
 	unsigned k = to_ext(pages, n, r->ext);
-	int err = TIMED(r, r->tier[L].ops->add(&r->tier[L], u, r->ext, k));
+	int err = TIMED(r, KV_OP(KV_ADD, L), r->tier[L].ops->add(&r->tier[L], u, r->ext, k));
 
 	if (err)
 		return fail(r, req, "unit add failed", err);
@@ -252,9 +262,9 @@ static int tier_call(struct kvrun *r, int L, uint32_t req, int which, const uint
 	if (!n)
 		return 0;
 	switch (which) {
-	case 0: err = TIMED(r, t->ops->pin(t, u, n)); break;
-	case 1: err = TIMED(r, t->ops->unpin(t, u, n)); break;
-	default: err = TIMED(r, t->ops->touch(t, u, n)); break;
+	case 0: err = TIMED(r, KV_OP(KV_PIN, L), t->ops->pin(t, u, n)); break;
+	case 1: err = TIMED(r, KV_OP(KV_UNPIN, L), t->ops->unpin(t, u, n)); break;
+	default: err = TIMED(r, KV_OP(KV_TOUCH, L), t->ops->touch(t, u, n)); break;
 	}
 	return err ? fail(r, req, "pin, unpin or touch failed", err) : 0;
 }
@@ -264,7 +274,7 @@ static int tier_alloc(struct kvrun *r, int L, uint32_t req, uint32_t npages, uin
 		      const uint8_t *pinned)
 {
 	struct kvtier *t = &r->tier[L];
-	int k = TIMED(r, t->ops->alloc(t, npages, r->ext, r->maxext));
+	int k = TIMED(r, KV_OP(KV_ALLOC, L), t->ops->alloc(t, npages, r->ext, r->maxext));
 	int err = reap(r, L, req, pinned);
 
 	return err ? err : taken(r, L, req, r->ext, k, npages, pages);
@@ -428,7 +438,7 @@ static int release(struct kvrun *r, uint32_t req, uint32_t nu1)
 	if (r->npriv) {
 		unsigned k = to_ext(r->priv_pg, r->npriv, r->ext);
 
-		err = TIMED(r, t->ops->free(t, r->ext, k));
+		err = TIMED(r, KV_OP(KV_FREE, 0), t->ops->free(t, r->ext, k));
 		if (err)
 			return fail(r, req, "free failed", err);
 		err = released(r, 0, req, r->priv_pg, r->npriv);

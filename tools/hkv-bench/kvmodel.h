@@ -136,12 +136,19 @@ struct kvpoint {			/* one timeline sample (window since the last) */
 	uint64_t l1_free_ext, l1_largest, l2_free_ext, l2_largest, l1_free, l2_free;
 };
 
+/* the tier calls timed, by kind and tier: KV_OP(KV_ALLOC, 1) */
+enum { KV_ALLOC, KV_ADD, KV_PIN, KV_UNPIN, KV_TOUCH, KV_FREE, KV_NKINDS };
+#define KV_OP(kind, L)	((kind) * 2 + (L))
+#define KV_NOPS		(2 * KV_NKINDS)
+extern const char *const kv_op_names[KV_NOPS];
+
 struct kvstats {
 	uint64_t blocks, hit_l1, hit_l2, miss, dup, too_big;
 	uint64_t loads, load_pages, load_desc;
 	uint64_t backups, backup_pages, backup_desc;
 	uint64_t evict_runs[2], evictions[2];
 	uint64_t allocs, alloc_extents;
+	uint64_t op_ticks[KV_NOPS], op_calls[KV_NOPS];	/* overhead subtracted */
 	uint32_t *desc_load, *desc_backup;	/* per transfer */
 	struct kvpoint *tl;
 	uint32_t ntl;

@@ -25,6 +25,7 @@ struct rp_res {
 	struct lat alloc;		/* per request, medians over repeats */
 	struct lat desc_load, desc_backup;	/* per transfer */
 	uint64_t hist[9];		/* transfers by descriptors: 1, 2, 3-4, ... 129+ */
+	uint64_t op_ticks[KV_NOPS], op_calls[KV_NOPS];	/* all passes */
 	int backing;
 	double seconds;
 };
@@ -256,6 +257,10 @@ static int rp_pass(struct rp *o, unsigned rep)
 			break;
 		r->ticks[rep] = run[d].ticks;
 		run[d].ticks = NULL;
+		for (int k = 0; k < KV_NOPS; k++) {
+			r->op_ticks[k] += run[d].s.op_ticks[k];
+			r->op_calls[k] += run[d].s.op_calls[k];
+		}
 		if (!rep) {
 			struct hkv_stats st = { .sz = sizeof(st) };
 
@@ -426,6 +431,26 @@ static void rp_json_design(const struct rp *o, int d, struct json *j)
 	for (int b = 0; b < 9; b++)
 		json_u64(j, hb[b], r->hist[b]);
 	json_obj_end(j);
+	json_obj(j, "time_by_call");	/* where the allocator + eviction time goes */
+	{
+		double ns = timer_init()->ns_per_tick, all = 0;
+
+		for (int k = 0; k < KV_NOPS; k++)
+			all += (double)r->op_ticks[k];
+		for (int k = 0; k < KV_NOPS; k++) {
+			if (!r->op_calls[k])
+				continue;
+			json_obj(j, kv_op_names[k]);
+			json_u64(j, "calls", r->op_calls[k] / o->repeat);
+			json_dbl(j, "ns_per_call", ns * (double)r->op_ticks[k] /
+						   (double)r->op_calls[k]);
+			json_dbl(j, "share", all > 0 ? (double)r->op_ticks[k] / all : 0);
+			json_obj_end(j);
+		}
+	}
+	json_obj_end(j);
+	json_dbl(j, "units_per_eviction_run_l1", ratio(s->evictions[0], s->evict_runs[0]));
+	json_dbl(j, "units_per_eviction_run_l2", ratio(s->evictions[1], s->evict_runs[1]));
 	json_u64(j, "eviction_runs_l1", s->evict_runs[0]);
 	json_u64(j, "evictions_l1", s->evictions[0]);
 	json_u64(j, "eviction_runs_l2", s->evict_runs[1]);
