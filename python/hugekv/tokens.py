@@ -9,6 +9,7 @@ same kind it was given (numpy for lists).
 import numpy as np
 
 _I64 = np.dtype(np.int64)
+_I64_MAX = (1 << 63) - 1
 
 
 def _is_torch(x):
@@ -24,6 +25,8 @@ def _np(x, what):
     a = np.asarray(x)
     if a.size and a.dtype.kind not in "iu":
         raise TypeError(f"{what} must hold integers, not {a.dtype}")
+    if a.size and a.dtype.kind == "u" and int(a.max()) > _I64_MAX:
+        raise ValueError(f"{what} out of int64 range")
     return a.astype(np.int64, copy=False), False
 
 
@@ -52,6 +55,8 @@ def _extents(e):
         raise ValueError(f"extents must have shape (k, 2), got {a.shape}")
     if (a[:, 0] < 0).any() or (a[:, 1] <= 0).any():
         raise ValueError("extents need start >= 0 and len > 0")
+    if (a[:, 0] > _I64_MAX - a[:, 1]).any():
+        raise ValueError("an extent's start + len overflows int64")
     return a, t
 
 
@@ -93,6 +98,8 @@ def extents_to_tokens(extents, page_size, device=None):
     [p * page_size, (p + 1) * page_size). int64, in extent order."""
     ps = _page_size(page_size)
     a, t = _extents(extents)
+    if a.size and int((a[:, 0] + a[:, 1]).max()) > _I64_MAX // ps:
+        raise ValueError(f"token indices of these extents overflow int64 (page_size {ps})")
     out = runs_expand(a[:, 0] * ps, a[:, 1] * ps)
     return _out(out, t or device is not None, device)
 
