@@ -43,7 +43,21 @@ from .pool import Pool
 _DOUBLE_FREE = "Double-free detected: slots not currently allocated: {}."
 _HOST_ALIGN = "The requested size should be a multiple of the page size."
 _DEV_ALIGN = "The allocation size should be page-aligned"
-_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
+_index_dtype_text = []
+
+
+def _index_dtype():
+    """The IndexError text the installed torch gives for float indices (what
+    indexing SGLang's slot tensors with them raises)."""
+    if not _index_dtype_text:
+        torch = _torch()
+        try:
+            torch.zeros(1)[torch.zeros(1)]
+            _index_dtype_text.append("tensors used as indices must be long, int, byte "
+                                     "or bool tensors")
+        except IndexError as e:
+            _index_dtype_text.append(str(e))
+    return _index_dtype_text[0]
 _pack_run = struct.Struct("=qq").pack
 
 
@@ -65,14 +79,14 @@ def _index_tokens(indices, size, what="free"):
     if hasattr(indices, "detach"):
         t = indices.detach()
         if t.is_floating_point() or t.is_complex():
-            raise IndexError(_INDEX_DTYPE)
+            raise IndexError(_index_dtype())
         if str(t.dtype) == "torch.bool":
             raise IndexError(f"{what}() takes slot indices, not a bool mask")
         a = t.cpu().numpy().reshape(-1)
     else:
         a = np.asarray(indices).reshape(-1)
         if a.size and a.dtype.kind not in "iu":
-            raise IndexError(_INDEX_DTYPE)
+            raise IndexError(_index_dtype())
     if a.dtype.kind == "u" and a.size and int(a.max()) > size:
         raise IndexError(f"index {int(a.max())} is out of bounds for dimension 0 with size {size}")
     a = a.astype(np.int64, copy=False)
@@ -426,6 +440,8 @@ class DevicePoolMixin:
         ps = self._hkv_ps
         pool = self._hkv_pool
         tok = _index_tokens(free_index, pool.npages * ps)
+        if _dups(tok).any():        # SGLang would list the slot twice
+            raise _double_free(tok, ps, np.zeros(0, dtype=np.int64))
         pages = np.unique(tok // ps)
         if pages[0] == 0:           # the padded slot is never the caller's
             raise _double_free(tok, ps, np.zeros(0, dtype=np.int64), np.array([0]))
