@@ -36,7 +36,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -260,13 +260,12 @@ class Pool:
     def _adopt(self, ptr):
         """Become the owner of the C pool at @ptr (created or attached): the
         geometry is read back from the library."""
-        self._h = h = _Handle(ptr)
+        self._h = _Handle(ptr)
         st = _lib.Stats()
         st.sz = ctypes.sizeof(st)
         err = lib.hkv_stats(ptr, ctypes.byref(st))
         if err:
-            self._h = None
-            del h
+            self._h = None          # the handle destroys the C pool
             raise error(err, "hkv_stats of a new pool")
         self.npages, self.page_bytes, self.nlanes = int(st.npages), int(st.page_bytes), \
             int(st.nlanes)

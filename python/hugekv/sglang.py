@@ -440,7 +440,7 @@ class DevicePoolMixin:
         ps = self._hkv_ps
         pool = self._hkv_pool
         tok = _index_tokens(free_index, pool.npages * ps)
-        if _dups(tok).any():        # SGLang would list the slot twice
+        if ps == 1 and _dups(tok).any():    # SGLang would list the slot twice
             raise _double_free(tok, ps, np.zeros(0, dtype=np.int64))
         pages = np.unique(tok // ps)
         if pages[0] == 0:           # the padded slot is never the caller's
@@ -514,7 +514,7 @@ class DevicePoolMixin:
                     pool._free_raw(t.tobytes(), t.shape[0])
                 from ._lib import error
                 raise error(err, "restore_state")
-        self._hkv_is_released[:] = False
+        self._hkv_is_released[self._hkv_release_array()] = False
         self._hkv_is_released[want_rel] = True
         self._hkv_released = [want_rel] if want_rel.size else []
         self._hkv_nreleased = int(want_rel.size)

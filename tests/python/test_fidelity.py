@@ -8,7 +8,6 @@ out in another order (hugekv's best fit against a free list), the tests
 compare what the engine's callers can rely on, never the order."""
 import random
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")

@@ -6,7 +6,6 @@ import ctypes
 
 import pytest
 
-import hugekv
 from hugekv.vllm import BlockPoolMixin
 
 
