@@ -110,12 +110,14 @@ class HugeKVMemoryObj:
     def tensor(self):
         if not self._valid:
             return None
+        self.parent_allocator._check_memory()
         s, d = self.meta.shapes[0], self.meta.dtypes[0]
         n = _size_bytes([s], [d])
         return self.raw_data[:n].view(d).view(s)
 
     @property
     def byte_array(self):
+        self.parent_allocator._check_memory()
         return self.raw_data.numpy().tobytes()
 
     def get_size(self):
@@ -216,6 +218,12 @@ class PagedTensorMemoryAllocator:
         self.total_allocated_size = 0
         self._lock = threading.Lock()
         self._objs = {}            # page -> live HugeKVMemoryObj
+
+    def _check_memory(self):
+        """Raise Error(ECHILD) in a fork() child when the pages are the
+        pool's own memory, which the child does not have."""
+        if self.pool.page_bytes:
+            self.pool._handle()
 
     def _page_bytes_view(self, page):
         a = page * self.align_bytes
