@@ -27,9 +27,12 @@ batched_allocate takes its pages as contiguous runs where it can, so a
 batch is few transfer descriptors (see ``descriptors``). Importing this
 module does not import LMCache.
 """
+from __future__ import annotations
+
 import enum
 import logging
 import threading
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -242,7 +245,8 @@ class PagedTensorMemoryAllocator:
             raise ValueError(f"an object of {need} bytes does not fit a page of "
                              f"{self.align_bytes} bytes")
 
-    def allocate(self, shapes, dtypes=None, fmt=MemoryFormat.KV_2LTD, allocator_type=None):
+    def allocate(self, shapes: Any, dtypes: Any = None, fmt: Any = MemoryFormat.KV_2LTD,
+                 allocator_type: Optional[str] = None) -> Optional[HugeKVMemoryObj]:
         """One page, or None when none is free."""
         shapes, dtypes = _norm(shapes, dtypes if dtypes is not None else self.dtypes[0])
         self._check_fit(shapes, dtypes)
@@ -255,8 +259,9 @@ class PagedTensorMemoryAllocator:
             self.total_allocated_size += self.align_bytes
             return self._make(int(ext[0, 0]), shapes, dtypes, fmt)
 
-    def batched_allocate(self, shapes, dtypes, batch_size, fmt=MemoryFormat.KV_2LTD,
-                         allocator_type=None):
+    def batched_allocate(self, shapes: Any, dtypes: Any, batch_size: int,
+                         fmt: Any = MemoryFormat.KV_2LTD,
+                         allocator_type: Optional[str] = None) -> Optional[List[HugeKVMemoryObj]]:
         """batch_size pages, all or nothing (None), as few runs as possible."""
         shapes, dtypes = _norm(shapes, dtypes)
         self._check_fit(shapes, dtypes)
@@ -274,13 +279,14 @@ class PagedTensorMemoryAllocator:
             self.total_allocated_size += batch_size * self.align_bytes
             return [self._make(p, shapes, dtypes, fmt) for p in pages]
 
-    def free(self, memory_obj, allocator_type=None):
+    def free(self, memory_obj: HugeKVMemoryObj, allocator_type: Optional[str] = None) -> None:
         """Give the object's page back (an object already freed is ignored)."""
         if isinstance(memory_obj, HugeKVMemoryObj) and not memory_obj.is_valid():
             return
         self.batched_free([memory_obj])
 
-    def batched_free(self, memory_objs, allocator_type=None, update_stats=True):
+    def batched_free(self, memory_objs: List[HugeKVMemoryObj],
+                     allocator_type: Optional[str] = None, update_stats: bool = True) -> None:
         """Give pages back: one hugekv call for the batch, runs merged."""
         with self._lock:
             objs = []
@@ -311,7 +317,7 @@ class PagedTensorMemoryAllocator:
         return np.stack([self.buffer_ptr + ext[:, 0] * self.align_bytes,
                          ext[:, 1] * self.align_bytes], axis=1)
 
-    def memcheck(self):
+    def memcheck(self) -> bool:
         """True when the counters agree with the pool and hkv_check passes."""
         with self._lock:
             free = self.pool.available * self.align_bytes

@@ -29,10 +29,16 @@ the padded slot 0 freed to the L1 pool.
 HostTensorAllocator fills SGLang's host-tensor allocator slot with tensors
 over hugekv memory pools (hugepages, NUMA-bound, prefaulted).
 """
+from __future__ import annotations
+
 import errno
 import os
 import struct
 import threading
+from typing import TYPE_CHECKING, Any, Optional, Tuple
+
+if TYPE_CHECKING:
+    import torch
 
 import numpy as np
 
@@ -173,10 +179,10 @@ class HostPoolMixin:
             self._hkv_tok_ptr = self._hkv_tok.data_ptr()
             self._hkv_tensor_type, self._hkv_int64 = torch.Tensor, torch.int64
 
-    def available_size(self):
+    def available_size(self) -> int:
         return self._hkv_pool.available * self._hkv_page_size
 
-    def alloc(self, need_size):
+    def alloc(self, need_size: int) -> Optional[torch.Tensor]:
         ps = self._hkv_page_size
         if need_size % ps:
             raise AssertionError(_HOST_ALIGN)
@@ -193,7 +199,7 @@ class HostPoolMixin:
                 return None
             return _tok.extents_to_tokens(buf[:n].copy(), ps, device="cpu")
 
-    def free(self, indices):
+    def free(self, indices: Any) -> int:
         with self.lock:
             ps = self._hkv_page_size
             # O(1): a contiguous run of whole pages of alloc()'s token tensor
@@ -331,10 +337,10 @@ class DevicePoolMixin:
         dev = getattr(self, "device", "cpu")
         return t if str(dev) == "cpu" else t.to(dev)
 
-    def available_size(self):
+    def available_size(self) -> int:
         return (self._hkv_pool.available + self._hkv_nreleased) * self._hkv_ps
 
-    def merge_and_sort_free(self):
+    def merge_and_sort_free(self) -> None:
         """Released pages become free pages (hugekv keeps them sorted)."""
         if not self._hkv_nreleased:
             return
@@ -357,7 +363,7 @@ class DevicePoolMixin:
         except OutOfPages:
             return None
 
-    def alloc(self, need_size):
+    def alloc(self, need_size: int) -> Optional[torch.Tensor]:
         ps = self._hkv_ps
         if self.debug_mode and ps > 1:
             assert need_size % ps == 0, _DEV_ALIGN
@@ -429,7 +435,7 @@ class DevicePoolMixin:
             assert np.unique(out).size == out.size
         return out.astype(np.int64)
 
-    def free(self, free_index):
+    def free(self, free_index: Any) -> None:
         if free_index is None:
             return
         if (free_index.numel() if hasattr(free_index, "numel") else np.size(free_index)) == 0:
@@ -478,11 +484,11 @@ class DevicePoolMixin:
             torch = _torch()
             self.free(torch.cat(self.free_group))
 
-    def backup_state(self):
+    def backup_state(self) -> Tuple[torch.Tensor, torch.Tensor]:
         """(free_pages, release_pages), as SGLang's allocators return it."""
         return (self.free_pages, self.release_pages)
 
-    def restore_state(self, state):
+    def restore_state(self, state: Tuple[Any, Any]) -> None:
         """Return to a backup_state(): pages taken since are freed again,
         pages freed since are taken again, released pages are released
         again. A state that does not describe this pool (pages out of

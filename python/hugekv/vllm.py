@@ -19,8 +19,11 @@ objects are the engine's own class (``BlockStatus`` of the module that
 defines the manager, or ``block_status_cls``). Importing this module does
 not import vLLM.
 """
+from __future__ import annotations
+
 import ctypes
 import sys
+from typing import Any, List, Sequence
 
 import numpy as np
 
@@ -67,10 +70,10 @@ class BlockPoolMixin:
             cls = type(self).block_status_cls = cls or CPUBlockStatus
         return cls
 
-    def _get_num_free_blocks(self):
+    def _get_num_free_blocks(self) -> int:
         return self._hkv().available
 
-    def _allocate_blocks(self, block_hashes):
+    def _allocate_blocks(self, block_hashes: Sequence[Any]) -> List[Any]:
         n = len(block_hashes)
         if n == 0:
             return []
@@ -82,10 +85,10 @@ class BlockPoolMixin:
         cls = self._status_cls()
         return [cls(int(b)) for b in _tok.extents_to_pages(ext).tolist()]
 
-    def _free_block(self, block):
+    def _free_block(self, block: Any) -> None:
         self._free_blocks([block])
 
-    def _free_blocks(self, blocks):
+    def _free_blocks(self, blocks: Sequence[Any]) -> None:
         """Free several blocks in one call (runs merged). A block that is not
         allocated (freed twice, or never handed out) raises AssertionError
         naming it, and nothing is freed."""
@@ -105,7 +108,7 @@ class BlockPoolMixin:
         raise AssertionError(f"Double-free detected: blocks not currently allocated: "
                              f"{ids[bad].tolist()}.")
 
-    def reset_cache(self):
+    def reset_cache(self) -> None:
         """The engine's reset_cache(), then every block free again."""
         sup = getattr(super(), "reset_cache", None)
         if sup is not None:
