@@ -9,6 +9,8 @@
 
 UCX_CFLAGS	:= $(shell pkg-config --cflags ucx 2>/dev/null)
 UCX_LIBS	:= $(shell pkg-config --libs ucx 2>/dev/null)
+# HMAC-SHA256 and nonces of the peers' authentication
+CRYPTO_LIBS	:= $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 HAVE_UCX	:= $(shell pkg-config --exists ucx 2>/dev/null && echo 1)
 
 ifeq ($(HAVE_UCX),1)
@@ -33,7 +35,7 @@ $(XFER_SHLIB): $(XFER_OBJS) $(XFER_MAP) $(BUILD)/libhugekv.so
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared $(HKV_LDFLAGS) -Wl,-soname,$(XFER_SONAME) \
 		-Wl,--version-script=$(XFER_MAP) -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' \
-		$(XFER_OBJS) -L$(BUILD) -lhugekv $(UCX_LIBS) -o $@
+		$(XFER_OBJS) -L$(BUILD) -lhugekv $(UCX_LIBS) $(CRYPTO_LIBS) -o $@
 	$(Q)scripts/check-exports include/hugekv-xfer.h $(XFER_MAP) $@
 
 $(BUILD)/$(XFER_SONAME): $(XFER_SHLIB)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * conn.c - connections: UCX's client-server establishment on a socket
- * address (ucp_listener_create / ucp_ep_create), the HELLO exchange, and
- * what happens when a connection fails: every transfer on it fails, every
+ * address (ucp_listener_create / ucp_ep_create), the HELLO and AUTH
+ * exchange (a peer is ready only once it proved its key, within the
+ * endpoint's timeout), and what happens when a connection fails: every transfer on it fails, every
  * grant the peer holds ends, the UCX endpoint is closed by force (which
  * completes its outstanding operations with an error), and the peer is
  * freed once nothing refers to it.
@@ -39,8 +40,10 @@ static struct hkv_xfer_peer *peer_new(struct hkv_xfer *x, bool incoming)
 	p->id = ++x->next_peer_id;
 	p->incoming = incoming;
 	p->state = XF_PEER_CONNECTING;
+	p->auth_deadline = xf_deadline(x->timeout_ms);
 	p->next = x->peers;
 	x->peers = p;
+	x->npeers++;
 	return p;
 }
 
@@ -51,6 +54,7 @@ static void peer_unlink(struct hkv_xfer_peer *p)
 	for (pp = &p->x->peers; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
+			p->x->npeers--;
 			return;
 		}
 }
@@ -75,7 +79,7 @@ static int peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
 		p->ep = NULL;
 		return xf_errno(st);
 	}
-	err = xf_am_send(p, XF_AM_HELLO, p->x->hello, p->x->hello_len);
+	err = xf_hello_send(p);
 	if (err)
 		xf_peer_fail(p, err);
 	return err;
@@ -111,7 +115,7 @@ void xf_conn_reqs_accept(struct hkv_xfer *x)
 		};
 
 		x->conn_reqs = c->next;
-		p = peer_new(x, true);
+		p = x->npeers < x->max_peers ? peer_new(x, true) : NULL;
 		if (!p)
 			ucp_listener_reject(x->listener, c->req);
 		else if (peer_ep_create(p, &ep) && !p->ep)
@@ -157,8 +161,18 @@ HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port
 	return 0;
 }
 
+static void auth_failed(struct hkv_xfer_peer *p, int err)
+{
+	if (err == -EACCES) {
+		p->x->st.auth_failures++;
+		xf_log(1, "peer %llu (\"%s\"): authentication failed: connection closed",
+		       (unsigned long long)p->id, p->name);
+	}
+	xf_peer_fail(p, err);
+}
+
 /**
- * xf_on_hello() - a peer's HELLO arrived: it is ready
+ * xf_on_hello() - a peer's HELLO arrived: prove our side
  * @p: the peer
  * @buf: the message
  * @len: its length
@@ -172,11 +186,28 @@ void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		return;
 	}
 	err = xf_hello_parse(p, buf, len);
+	if (!err) {
+		p->hello_in = true;
+		err = xf_auth_send(p);
+	}
+	if (err)
+		auth_failed(p, err);
+}
+
+/**
+ * xf_on_auth() - a peer's proof arrived: it is ready, or refused
+ * @p: the peer
+ * @buf: the message
+ * @len: its length
+ */
+void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len)
+{
+	int err = p->hello_in && !p->authed ? xf_auth_check(p, buf, len) : -EPROTO;
+
 	if (err) {
-		xf_peer_fail(p, err);
+		auth_failed(p, err);
 		return;
 	}
-	p->hello_in = true;
 	p->state = XF_PEER_READY;
 	p->x->st.peers++;
 }
@@ -245,13 +276,20 @@ void xf_peers_reap(struct hkv_xfer *x)
 
 	for (p = x->peers; p; p = next) {
 		next = p->next;
+		if (p->state == XF_PEER_CONNECTING && !p->error && xf_now_ns() >= p->auth_deadline) {
+			p->x->st.auth_failures++;
+			xf_log(1, "peer %llu: did not authenticate in time: connection closed",
+			       (unsigned long long)p->id);
+			xf_peer_fail(p, -ETIMEDOUT);
+		}
 		if (p->error && p->state != XF_PEER_FAILED) {
 			xf_log(2, "peer %llu: connection failed: %s", (unsigned long long)p->id,
 			       strerror(-p->error));
 			xf_peer_fail(p, p->error);
 		}
+		/* an authenticated peer waits for hkv_xfer_accept() to hand it out */
 		if (p->state == XF_PEER_FAILED && peer_closed(p) && !p->ntx &&
-		    (!p->handed_out || p->closing) && !p->ngrants)
+		    (p->handed_out ? p->closing : !(p->incoming && p->authed)) && !p->ngrants)
 			xf_peer_free(p);
 	}
 }
@@ -267,7 +305,9 @@ HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_
 	for (;;) {
 		xf_progress_once(x);
 		for (p = x->peers; p; p = p->next)
-			if (p->incoming && !p->handed_out && p->state == XF_PEER_READY) {
+			/* also one that failed right after it proved its key: the
+			 * caller sees its error (its grants' ENDs have run) */
+			if (p->incoming && !p->handed_out && p->authed) {
 				p->handed_out = true;
 				*out = p;
 				return 0;
@@ -319,7 +359,8 @@ HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_m
 	err = peer_ep_create(p, &ep);
 	while (!err) {
 		xf_progress_once(x);
-		if (p->state == XF_PEER_READY) {
+		/* ready, and our own proof has left (a close right away keeps it) */
+		if (p->state == XF_PEER_READY && !x->pending_sends) {
 			*out = p;
 			return 0;
 		}
@@ -390,4 +431,9 @@ HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *p)
 	if (!p)
 		return -EINVAL;
 	return p->state == XF_PEER_FAILED ? p->error : 0;
+}
+
+HKV_API const char *hkv_xfer_peer_name(const struct hkv_xfer_peer *p)
+{
+	return p && p->authed ? p->name : NULL;
 }

@@ -73,7 +73,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 int xf_am_init(struct hkv_xfer *x)
 {
 	static const unsigned ids[] = { XF_AM_HELLO, XF_AM_GRANT_REQ, XF_AM_GRANT_REP,
-					XF_AM_RELEASE, XF_AM_GET_REQ, XF_AM_DONE };
+					XF_AM_RELEASE, XF_AM_GET_REQ, XF_AM_DONE, XF_AM_AUTH };
 	unsigned i;
 
 	x->inbox = NULL;
@@ -155,9 +155,19 @@ static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
 
 	if (!p || p->state == XF_PEER_FAILED)
 		return;		/* a peer we already gave up on */
+	if (!p->authed && m->am_id != XF_AM_HELLO && m->am_id != XF_AM_AUTH) {
+		xf_log(1, "peer %llu: message %#x before authentication: connection closed",
+		       (unsigned long long)p->id, m->am_id);
+		x->st.auth_failures++;
+		xf_peer_fail(p, -EACCES);
+		return;
+	}
 	switch (m->am_id) {
 	case XF_AM_HELLO:
 		xf_on_hello(p, m->data, m->len);
+		break;
+	case XF_AM_AUTH:
+		xf_on_auth(p, m->data, m->len);
 		break;
 	case XF_AM_GRANT_REQ:
 		xf_on_grant_req(p, m->data, m->len);

@@ -40,6 +40,8 @@ static unsigned step(struct hkv_xfer *x)
 	if (x->inbox)
 		xf_inbox_drain(x);
 	xf_grants_poll(x);
+	if (x->st.grants_active)
+		xf_grants_expire(x, xf_now_ns());
 	xf_peers_reap(x);
 	if (x->txs) {
 		timeouts(x, xf_now_ns());
