@@ -8,10 +8,12 @@
  * AUTH: HMAC-SHA256(key, label || the other's nonce || its own nonce ||
  * client name || server name), where the label says which side proves (a
  * proof cannot be reflected) and the nonces make it fresh (it cannot be
- * replayed). The key itself never crosses the wire. The check is mutual:
- * a connect returns only after the listener proved itself, an accept only
- * after the connecting peer did; until then every message but HELLO and
- * AUTH closes the connection.
+ * replayed). The key itself never crosses the wire. The connecting side
+ * proves first; the listener checks and only then proves itself (its AUTH
+ * is also the admission), so a connect returns only once both proofs held,
+ * an accept once the peer's did; until then every message but HELLO and
+ * AUTH closes the connection. There is no channel binding: a party on the
+ * path can relay the exchange, not forge it.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -243,6 +245,15 @@ int xf_auth_send(struct hkv_xfer_peer *p)
 		xf_log(1, "peer %llu calls itself \"%s\": no key for it", (unsigned long long)p->id,
 		       p->name);
 	return err;
+}
+
+/* the listener refuses a peer whose proof failed: it is told, no proof */
+void xf_auth_refuse(struct hkv_xfer_peer *p)
+{
+	struct xf_wire_auth a = { .result = -EACCES };
+
+	xf_wire_hdr_set(&a.h, XF_AM_AUTH);
+	xf_am_send(p, XF_AM_AUTH, &a, sizeof(a));
 }
 
 /**

@@ -163,6 +163,7 @@ HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port
 
 static void auth_failed(struct hkv_xfer_peer *p, int err)
 {
+	p->gentle = true;	/* a refusal we sent should reach the peer */
 	if (err == -EACCES) {
 		p->x->st.auth_failures++;
 		xf_log(1, "peer %llu (\"%s\"): authentication failed: connection closed",
@@ -172,7 +173,8 @@ static void auth_failed(struct hkv_xfer_peer *p, int err)
 }
 
 /**
- * xf_on_hello() - a peer's HELLO arrived: prove our side
+ * xf_on_hello() - a peer's HELLO arrived: the connecting side proves itself
+ *	(the listener proves itself only to a peer that did, in xf_on_auth())
  * @p: the peer
  * @buf: the message
  * @len: its length
@@ -188,7 +190,8 @@ void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	err = xf_hello_parse(p, buf, len);
 	if (!err) {
 		p->hello_in = true;
-		err = xf_auth_send(p);
+		if (!p->incoming)
+			err = xf_auth_send(p);
 	}
 	if (err)
 		auth_failed(p, err);
@@ -204,6 +207,10 @@ void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
 	int err = p->hello_in && !p->authed ? xf_auth_check(p, buf, len) : -EPROTO;
 
+	if (p->incoming && err == -EACCES)
+		xf_auth_refuse(p);
+	else if (p->incoming && !err)
+		err = xf_auth_send(p);		/* our proof, and the peer's admission */
 	if (err) {
 		auth_failed(p, err);
 		return;
@@ -230,7 +237,9 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 {
 	ucp_request_param_t rp = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_EP_CLOSE_FLAG_FORCE,
+		/* force: completes every outstanding operation with an error; a
+		 * peer that never authenticated has none, and its close flushes */
+		.flags = p->gentle && !p->authed ? 0 : UCP_EP_CLOSE_FLAG_FORCE,
 	};
 	void *r;
 
@@ -247,7 +256,6 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 	xf_tx_fail_peer(p, err);
 	xf_grants_end(p, err);
 	if (p->ep) {
-		/* completes every outstanding operation with UCS_ERR_CANCELED */
 		r = ucp_ep_close_nbx(p->ep, &rp);
 		if (UCS_PTR_IS_PTR(r))
 			p->close_req = r;
@@ -359,8 +367,8 @@ HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_m
 	err = peer_ep_create(p, &ep);
 	while (!err) {
 		xf_progress_once(x);
-		/* ready, and our own proof has left (a close right away keeps it) */
-		if (p->state == XF_PEER_READY && !x->pending_sends) {
+		/* ready: the listener checked our proof, then proved itself */
+		if (p->state == XF_PEER_READY) {
 			*out = p;
 			return 0;
 		}

@@ -137,7 +137,7 @@ struct hkv_xfer_peer {
 	ucp_ep_h ep;
 	void *close_req;		/* forced close in progress */
 	int state, error;
-	bool incoming, handed_out, hello_in, closing, authed;
+	bool incoming, handed_out, hello_in, closing, authed, gentle;
 	uint64_t npages, page_bytes, auth_deadline;
 	unsigned char nonce[XF_NONCE], peer_nonce[XF_NONCE];
 	char name[XF_NAME];		/* the name it authenticated as */
@@ -244,6 +244,7 @@ int xf_keys_load(struct hkv_xfer *x, const struct hkv_xfer_opts *o);
 void xf_keys_free(struct hkv_xfer *x);
 int xf_nonce(unsigned char *buf, size_t len);
 int xf_auth_send(struct hkv_xfer_peer *p);
+void xf_auth_refuse(struct hkv_xfer_peer *p);
 /* 0 when the AUTH proves the peer knows its key (p->authed set), -EACCES,
  * -EPROTO */
 int xf_auth_check(struct hkv_xfer_peer *p, const void *buf, size_t len);

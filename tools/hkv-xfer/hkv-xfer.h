@@ -51,8 +51,9 @@ struct args {
 	unsigned rounds, depth, inflight, count;
 	int timeout_ms;
 	uint64_t reg_chunk;
-	bool json, per_page, verify_all, quiet, readback, rma;
+	bool json, per_page, verify_all, quiet, readback, read_only;
 	bool remote_seed_set;
+	const char *key_file, *name;
 };
 
 int make_pool(const struct pool_args *pa, bool index_only, struct hkv_pool **pool,

@@ -124,6 +124,13 @@ int do_send(const struct args *a)
 		fprintf(stderr, "hkv-xfer send: connect to %s: %s\n", a->addr, strerror(-err));
 		goto out_x;
 	}
+	if (a->read_only) {	/* the receiver decides: another sender's pages are refused */
+		err = run_round(x, peer, s, n, a, true);
+		printf(a->json ? "{\"role\":\"send\",\"read_only\":true,\"result\":%d}\n"
+			       : "read-only: %d\n", err);
+		rc = err ? EXIT_FAIL : 0;
+		goto out_peer;
+	}
 	/* the timed rounds, then one more that the receiver checks in full */
 	for (r = 0; r <= a->rounds; r++) {
 		bool check = r == a->rounds;
