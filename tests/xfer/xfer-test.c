@@ -787,11 +787,11 @@ static void case_silent_peer(void)
 }
 
 /* a flood of grant requests of many extents: the target holds at most
- * 64 KiB of grant state for this peer here (-ENOBUFS past it), the rest
+ * 16 KiB of grant state for this peer here (-ENOBUFS past it), the rest
  * work */
 static void case_grant_flood(void)
 {
-	enum { N = 60, EXT = 150 };	/* pages 0, 2 .. 298: below REFUSE_LO */
+	enum { N = 20, EXT = 150 };	/* pages 0, 2 .. 298: below REFUSE_LO */
 	static struct hkv_extent re[EXT];
 	static uint64_t ids[N];
 	struct hkv_xfer_stats st = { .sz = sizeof(st) };
@@ -802,7 +802,7 @@ static void case_grant_flood(void)
 
 	for (i = 0; i < EXT; i++)
 		re[i] = (struct hkv_extent){ 2 * i, 1 };	/* single pages */
-	tgt_grant_mem = 64 << 10;
+	tgt_grant_mem = 16 << 10;
 	side_open(&s, 0, 0);
 	tgt_grant_mem = 0;
 	CHECK_EQ(hkv_alloc(s.pool, EXT, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
