@@ -10,16 +10,6 @@
  */
 #include "internal.h"
 
-struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep)
-{
-	struct hkv_xfer_peer *p;
-
-	for (p = x->peers; p; p = p->next)
-		if (p->ep == ep)
-			return p;
-	return NULL;
-}
-
 /* UCX found the connection broken: record it, act in progress */
 static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
@@ -30,7 +20,7 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 		p->error = xf_errno(status) == -EINPROGRESS ? -EIO : xf_errno(status);
 }
 
-static struct hkv_xfer_peer *peer_new(struct hkv_xfer *x, bool incoming)
+struct hkv_xfer_peer *xf_peer_new(struct hkv_xfer *x, bool incoming)
 {
 	struct hkv_xfer_peer *p = calloc(1, sizeof(*p));
 
@@ -65,7 +55,7 @@ void xf_peer_free(struct hkv_xfer_peer *p)
 	free(p);
 }
 
-static int peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
+int xf_peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
 {
 	ucs_status_t st;
 	int err;
@@ -115,10 +105,10 @@ void xf_conn_reqs_accept(struct hkv_xfer *x)
 		};
 
 		x->conn_reqs = c->next;
-		p = x->npeers < x->max_peers ? peer_new(x, true) : NULL;
+		p = x->npeers < x->max_peers ? xf_peer_new(x, true) : NULL;
 		if (!p)
 			ucp_listener_reject(x->listener, c->req);
-		else if (peer_ep_create(p, &ep) && !p->ep)
+		else if (xf_peer_ep_create(p, &ep) && !p->ep)
 			xf_peer_free(p);
 		free(c);
 	}
@@ -219,15 +209,6 @@ void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	p->x->st.peers++;
 }
 
-const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
-					   size_t len, unsigned kind)
-{
-	if (len == sizeof(struct xf_wire_result) && xf_wire_hdr_ok(buf, len, len, kind))
-		return buf;
-	xf_peer_fail(p, -EPROTO);
-	return NULL;
-}
-
 /**
  * xf_peer_fail() - the connection is broken: fail everything on it
  * @p: the peer
@@ -265,7 +246,7 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 }
 
 /* true when the forced close (if any) has finished */
-static bool peer_closed(struct hkv_xfer_peer *p)
+bool xf_peer_closed(struct hkv_xfer_peer *p)
 {
 	if (p->close_req && ucp_request_check_status(p->close_req) != UCS_INPROGRESS) {
 		ucp_request_free(p->close_req);
@@ -296,132 +277,10 @@ void xf_peers_reap(struct hkv_xfer *x)
 			xf_peer_fail(p, p->error);
 		}
 		/* an authenticated peer waits for hkv_xfer_accept() to hand it out */
-		if (p->state == XF_PEER_FAILED && peer_closed(p) && !p->ntx &&
+		if (p->state == XF_PEER_FAILED && xf_peer_closed(p) && !p->ntx &&
 		    (p->handed_out ? p->closing : !(p->incoming && p->authed)) && !p->ngrants)
 			xf_peer_free(p);
 	}
-}
-
-HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_peer **out)
-{
-	uint64_t deadline;
-	struct hkv_xfer_peer *p;
-
-	if (!x || !out || !x->listener)
-		return -EINVAL;
-	deadline = xf_deadline(timeout_ms ? timeout_ms : x->timeout_ms);
-	for (;;) {
-		xf_progress_once(x);
-		for (p = x->peers; p; p = p->next)
-			/* also one that failed right after it proved its key: the
-			 * caller sees its error (its grants' ENDs have run) */
-			if (p->incoming && !p->handed_out && p->authed) {
-				p->handed_out = true;
-				*out = p;
-				return 0;
-			}
-		if (xf_now_ns() >= deadline)
-			return -ETIMEDOUT;
-	}
-}
-
-/* a connect that failed before the peer said hello: nobody listens */
-static int connect_error(int err)
-{
-	switch (err) {
-	case -ECONNRESET:
-	case -ENOTCONN:
-	case -EHOSTUNREACH:
-	case -EIO:
-		return -ECONNREFUSED;
-	default:
-		return err;
-	}
-}
-
-HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_ms,
-			     struct hkv_xfer_peer **out)
-{
-	struct sockaddr_storage ss;
-	struct hkv_xfer_peer *p;
-	ucp_ep_params_t ep = {
-		.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
-		.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
-	};
-	uint64_t deadline;
-	socklen_t len;
-	int err;
-
-	if (!x || !out || timeout_ms < 0)
-		return -EINVAL;
-	err = xf_parse_addr(addr, &ss, &len);
-	if (err)
-		return err;
-	deadline = xf_deadline(timeout_ms ? timeout_ms : x->timeout_ms);
-	ep.sockaddr.addr = (const struct sockaddr *)&ss;
-	ep.sockaddr.addrlen = len;
-	p = peer_new(x, false);
-	if (!p)
-		return -ENOMEM;
-	p->handed_out = true;		/* ours until it fails or is returned */
-	err = peer_ep_create(p, &ep);
-	while (!err) {
-		xf_progress_once(x);
-		/* ready: the listener checked our proof, then proved itself */
-		if (p->state == XF_PEER_READY) {
-			*out = p;
-			return 0;
-		}
-		if (p->error)
-			err = connect_error(p->error);
-		else if (xf_now_ns() >= deadline)
-			err = -ETIMEDOUT;
-	}
-	xf_peer_fail(p, err);
-	p->closing = true;
-	while (p->close_req && !peer_closed(p))
-		ucp_worker_progress(x->worker);
-	xf_peers_reap(x);
-	return err;
-}
-
-HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
-{
-	struct hkv_xfer *x;
-	uint64_t deadline;
-
-	if (!p)
-		return;
-	x = p->x;
-	deadline = xf_deadline(x->timeout_ms);
-	while (p->ntx && p->state != XF_PEER_FAILED && xf_now_ns() < deadline)
-		xf_progress_once(x);
-	if (p->state != XF_PEER_FAILED && !p->ntx && p->ep) {
-		ucp_request_param_t rp = { .op_attr_mask = 0 };
-		void *r;
-
-		/* graceful: nothing in flight, flush and close */
-		xf_grants_end(p, -ECANCELED);
-		xf_rregs_destroy(p);
-		r = ucp_ep_close_nbx(p->ep, &rp);
-		p->ep = NULL;
-		if (UCS_PTR_IS_PTR(r))
-			p->close_req = r;
-		if (p->state == XF_PEER_READY)
-			x->st.peers--;
-		p->state = XF_PEER_FAILED;
-		p->error = -ECANCELED;
-	} else {
-		xf_peer_fail(p, -ECANCELED);
-	}
-	p->closing = true;
-	while ((p->ntx || p->close_req) && xf_now_ns() < deadline) {
-		ucp_worker_progress(x->worker);
-		peer_closed(p);
-		xf_tx_advance(x);
-	}
-	/* a close still flushing is finished and freed by later progress */
-	xf_peers_reap(x);
 }
 
 HKV_API uint64_t hkv_xfer_peer_id(const struct hkv_xfer_peer *p)

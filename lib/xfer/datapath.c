@@ -143,12 +143,12 @@ void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	if (!g || g->released || g->ended || !xf_grant_covers(g, h->page, h->npages) ||
 	    !(reg = xf_reg_find(x, h->page)) ||
 	    h->page + h->npages > reg->first_page + reg->npages) {
-		xf_peer_fail(p, -EPROTO);
+		xf_peer_error(p, -EPROTO);
 		return;
 	}
 	gs = malloc(sizeof(*gs));
 	if (!gs) {
-		xf_peer_fail(p, -ENOMEM);
+		xf_peer_error(p, -ENOMEM);
 		return;
 	}
 	gs->g = g;
@@ -173,7 +173,7 @@ void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	g->pending--;
 	free(gs);
 	if (UCS_PTR_IS_ERR(r))
-		xf_peer_fail(p, xf_errno(UCS_PTR_STATUS(r)));
+		xf_peer_error(p, xf_errno(UCS_PTR_STATUS(r)));
 }
 
 /* ---- initiator: operations and GET_REP ---------------------------------- */

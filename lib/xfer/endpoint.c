@@ -3,8 +3,7 @@
  * endpoint.c - an endpoint's life: the keyring, the UCX context (active
  * messages only: no RMA, so UCX serves no one-sided access to anything of
  * this process) and worker, the pool's ranges; at the end, every
- * connection closed, every transfer ended, everything given back. Also the
- * probe semaphores.
+ * connection closed, every transfer ended, everything given back.
  */
 #include <stddef.h>
 
@@ -14,8 +13,6 @@
  * where the caller's sz covers them */
 #define XF_OPTS_V1	(offsetof(struct hkv_xfer_opts, max_grants) + sizeof(unsigned))
 
-/* this library's probe semaphores (bpf/hugekv_probes.h, rows XFER) */
-HKV_PROBE_SEMAPHORES(XFER)
 
 /* the caller's options, over the defaults, as far as its sz covers */
 static int opts_copy(const struct hkv_xfer_opts *o, struct hkv_xfer_opts *c)

@@ -114,7 +114,7 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	if (!xf_wire_hdr_ok(buf, len, sizeof(*rq), XF_AM_GRANT_REQ) ||
 	    rq->n > (len - sizeof(*rq)) / sizeof(rq->ext[0]) ||
 	    len != sizeof(*rq) + rq->n * sizeof(rq->ext[0])) {
-		xf_peer_fail(p, -EPROTO);
+		xf_peer_error(p, -EPROTO);
 		return;
 	}
 	err = grant_check(p, rq);
@@ -138,7 +138,7 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	rep.result = err;
 	err = xf_am_send(p, XF_AM_GRANT_REP, &rep, sizeof(rep));
 	if (err)
-		xf_peer_fail(p, err);
+		xf_peer_error(p, err);
 }
 
 /**
@@ -267,7 +267,7 @@ void xf_grants_expire(struct hkv_xfer *x, uint64_t now)
 	struct xf_grant *g;
 
 	for (p = x->peers; p; p = p->next) {
-		if (p->state != XF_PEER_READY)
+		if (p->state != XF_PEER_READY || p->error)
 			continue;
 		for (g = p->grants; g; g = g->next)
 			if (!g->ended && now >= g->deadline)
@@ -278,6 +278,6 @@ void xf_grants_expire(struct hkv_xfer *x, uint64_t now)
 		       (unsigned long long)p->id, p->name, (unsigned long long)g->id);
 		x->st.grants_expired++;
 		p->st.grants_expired++;
-		xf_peer_fail(p, -ETIMEDOUT);
+		xf_peer_error(p, -ETIMEDOUT);
 	}
 }

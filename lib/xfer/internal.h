@@ -3,17 +3,23 @@
  * internal.h - libhugekv-xfer's table of contents, in layer order:
  *
  *   util.c      UCX status -> errno, clocks, "HOST:PORT", logging
+ *   msg.c       active messages: wire format, send, the inbox, peer lookup,
+ *               noting a broken connection (xf_peer_error())
  *   auth.c      keys, nonces, HMAC-SHA256 proofs (OpenSSL's libcrypto)
  *   reg.c       the pool's ranges (regions split at reg_chunk_bytes), HELLO
- *   msg.c       active messages: wire format, send, the inbox
- *   conn.c      listen, accept, connect, HELLO and AUTH, peer failure
  *   plan.c      checks of a transfer and its plan: fewest UCX operations
- *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE, DONE
- *   datapath.c  the two-sided data path: DATA, GET_REQ/GET_REP
- *   transfer.c  the initiator side: submit, issue, complete
- *   progress.c  progress, timeouts, wait/test
  *   stats.c     counters, latency histogram, slowest recent, JSON
+ *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE, DONE
+ *   datapath.c  the data path: DATA, GET_REQ/GET_REP
+ *   transfer.c  the initiator side: submit, issue, complete
+ *   conn.c      listen, HELLO and AUTH, failing a peer, reaping
+ *   progress.c  one step: dispatch of control messages, timeouts; wait/test
+ *   session.c   accept, connect, close
  *   endpoint.c  create and destroy
+ *
+ * Each file calls only files above it in this list: a lower layer that
+ * finds a connection broken notes it (xf_peer_error()), and conn.c fails
+ * the peer in the next progress step.
  *
  * An endpoint and everything hanging off it is used by one thread at a
  * time, so nothing here takes a lock. UCX callbacks only record what
@@ -277,19 +283,22 @@ struct xf_wire_result {		/* GRANT_REP, RELEASE, DONE */
 
 int xf_am_init(struct hkv_xfer *x);
 int xf_am_send(struct hkv_xfer_peer *p, unsigned am_id, const void *buf, size_t len);
-void xf_inbox_drain(struct hkv_xfer *x);
 void xf_inbox_free(struct hkv_xfer *x);
+struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep);
+void xf_peer_error(struct hkv_xfer_peer *p, int err);
+/* a GRANT_REP, RELEASE or DONE of @kind from @p, or NULL: malformed (the
+ * peer's connection is noted broken, -EPROTO) */
+const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
+					   size_t len, unsigned kind);
 void xf_wire_hdr_set(struct xf_wire_hdr *h, unsigned kind);
 bool xf_wire_hdr_ok(const void *buf, size_t len, size_t min, unsigned kind);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
-struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep);
 void xf_peer_fail(struct hkv_xfer_peer *p, int err);
-/* a GRANT_REP, RELEASE or DONE of @kind from @p, or NULL: malformed (the
- * peer is failed with -EPROTO) */
-const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
-					   size_t len, unsigned kind);
+struct hkv_xfer_peer *xf_peer_new(struct hkv_xfer *x, bool incoming);
+int xf_peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep);
+bool xf_peer_closed(struct hkv_xfer_peer *p);
 void xf_conn_reqs_accept(struct hkv_xfer *x);
 void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len);

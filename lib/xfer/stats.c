@@ -245,6 +245,11 @@ static void print_one(FILE *f, const struct hkv_xfer_stats *st, bool json)
 	fputs(json ? "]}" : "", f);
 }
 
+static int peer_error(const struct hkv_xfer_peer *p)
+{
+	return p->state == XF_PEER_FAILED ? p->error : 0;
+}
+
 HKV_API int hkv_xfer_stats_print(const struct hkv_xfer *x, FILE *f, unsigned flags)
 {
 	struct hkv_xfer_stats st = { .sz = sizeof(st) };
@@ -267,10 +272,10 @@ HKV_API int hkv_xfer_stats_print(const struct hkv_xfer *x, FILE *f, unsigned fla
 		hkv_xfer_stats(x, p, &st);
 		if (json)
 			fprintf(f, "%s{\"peer\":%llu,\"error\":%d,\"stats\":", p == x->peers ? "" : ",",
-				(unsigned long long)p->id, hkv_xfer_peer_error(p));
+				(unsigned long long)p->id, peer_error(p));
 		else
 			fprintf(f, "peer %llu (error %d):\n", (unsigned long long)p->id,
-				hkv_xfer_peer_error(p));
+				peer_error(p));
 		print_one(f, &st, json);
 		if (json)
 			fputc('}', f);

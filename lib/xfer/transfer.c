@@ -10,6 +10,10 @@
  */
 #include "internal.h"
 
+/* this library's probe semaphores (bpf/hugekv_probes.h, rows XFER), next
+ * to the only probe sites */
+HKV_PROBE_SEMAPHORES(XFER)
+
 static const struct hkv_xfer_req *req_ok(const struct hkv_xfer_req *req)
 {
 	return req && req->sz >= sizeof(*req) ? req : NULL;
@@ -244,7 +248,7 @@ static void release(struct xf_tx *tx)
 	xf_wire_hdr_set(&rl.h, XF_AM_RELEASE);
 	err = xf_am_send(tx->peer, XF_AM_RELEASE, &rl, sizeof(rl));
 	if (err)
-		xf_peer_fail(tx->peer, err);
+		xf_peer_error(tx->peer, err);
 }
 
 static void tx_end(struct hkv_xfer *x, struct xf_tx *tx)
