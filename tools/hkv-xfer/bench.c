@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "hkv-xfer.h"
+#include "../lib/json_reader.h"
 
 #define REPS_MAX	16
 
@@ -98,11 +99,16 @@ static int wait_rc(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* a top-level number of send's one-line JSON (tools/lib's reader for
+ * integers; the fractions with strtod after the key) */
 static double jnum(const char *json, const char *key)
 {
 	char pat[64];
 	const char *p;
+	uint64_t v;
 
+	if (!json_get_u64(json, key, &v))
+		return (double)v;
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	p = strstr(json, pat);
 	return p ? strtod(p + strlen(pat), NULL) : -1;

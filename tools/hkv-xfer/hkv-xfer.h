@@ -17,8 +17,10 @@
 
 #define XMIN(a, b)	((a) < (b) ? (a) : (b))
 
-/* exit codes: 0 ok, 1 failure (transfer, verification), 2 bad usage */
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+#include "../lib/tool.h"
+
+/* exit codes: tools/lib's (0 ok, 1 failure: transfer, verification; 2 bad usage) */
+enum { EXIT_FAIL = TOOL_FAIL, EXIT_USAGE = TOOL_USAGE };
 
 struct pool_args {
 	uint64_t pages, page_bytes;
@@ -59,7 +61,10 @@ struct args {
 int make_pool(const struct pool_args *pa, bool index_only, struct hkv_pool **pool,
 	      struct page_set *set);
 int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x);
-double now_s(void);
+static inline double now_s(void)
+{
+	return tool_now_s();
+}
 int do_serve(const struct args *a);
 int do_send(const struct args *a);
 int parse_backing(const char *s);

@@ -85,23 +85,12 @@ int parse_size(const char *s, uint64_t *out)
 	return tool_parse_size(s, out);
 }
 
+/* the core's spelling of backings (HUGEKV_BACKING's) */
 int parse_backing(const char *s)
 {
-	static const char *const names[] = { "auto", "1g", "2m", "thp", "4k" };
-	unsigned i;
+	int b;
 
-	for (i = 0; i < 5; i++)
-		if (!strcmp(s, names[i]))
-			return (int)i;
-	return -1;
-}
-
-double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return hkv_backing_parse(s, &b) || b == HKV_BACKING_NONE ? -1 : b;
 }
 
 enum { O_PAGES = 256, O_PB, O_BACKING, O_OCC, O_SEED, O_CHUNK, O_INFL, O_TIMEOUT, O_JSON,

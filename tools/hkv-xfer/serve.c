@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "hkv-xfer.h"
+#include "../lib/json_writer.h"
 
 #define TENANTS	64
 
@@ -158,15 +159,23 @@ int do_serve(const struct args *a)
 	}
 	if (sv.bad_pages)
 		rc = EXIT_FAIL;
-	if (a->json)
-		printf("{\"role\":\"serve\",\"transfers\":%" PRIu64 ",\"pages_checked\":%" PRIu64
-		       ",\"bytes_checked\":%" PRIu64 ",\"bad_pages\":%" PRIu64 ",\"failed_transfers\":%"
-		       PRIu64 ",\"grants\":%" PRIu64 ",\"grants_refused\":%" PRIu64
-		       ",\"tenant_refused\":%" PRIu64 ",\"auth_failures\":%" PRIu64
-		       ",\"verified\":%s}\n", sv.transfers, sv.pages_checked, sv.bytes_checked,
-		       sv.bad_pages, sv.ended_bad, st.grants, st.grants_refused, sv.tenant_refused,
-		       st.auth_failures,
-		       !sv.bad_pages && sv.transfers ? "true" : "false");
+	if (a->json) {
+		struct json j;
+
+		json_begin(&j, stdout);
+		json_str(&j, "role", "serve");
+		json_u64(&j, "transfers", sv.transfers);
+		json_u64(&j, "pages_checked", sv.pages_checked);
+		json_u64(&j, "bytes_checked", sv.bytes_checked);
+		json_u64(&j, "bad_pages", sv.bad_pages);
+		json_u64(&j, "failed_transfers", sv.ended_bad);
+		json_u64(&j, "grants", st.grants);
+		json_u64(&j, "grants_refused", st.grants_refused);
+		json_u64(&j, "tenant_refused", sv.tenant_refused);
+		json_u64(&j, "auth_failures", st.auth_failures);
+		json_bool(&j, "verified", !sv.bad_pages && sv.transfers);
+		json_end(&j);
+	}
 	else
 		printf("served %" PRIu64 " transfers, %" PRIu64 " pages checked (%" PRIu64
 		       " bytes), %" PRIu64 " bad: %s\n", sv.transfers, sv.pages_checked,
