@@ -111,7 +111,7 @@ static double jnum(const char *json, const char *key)
 		return (double)v;
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	p = strstr(json, pat);
-	return p ? strtod(p + strlen(pat), NULL) : -1;
+	return p ? strtod(p + strlen(pat), NULL) : -1;	/* strtod skips the blank */
 }
 
 /* one serve + send pair; fills gbps, ops per transfer, latency p50/p99 */
@@ -165,7 +165,7 @@ static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *o
 	close(so[0]);
 	if (f)
 		fclose(f);
-	if (crc || src || !strstr(out, "\"verified\":true")) {
+	if (crc || src || !strstr(out, "\"verified\": true")) {	/* tools/lib's spacing */
 		fprintf(stderr, "hkv-xfer bench: %s run failed (send %d, serve %d)\n",
 			per_page ? "per-page" : "extents", crc, src);
 		return -1;
