@@ -59,8 +59,15 @@
  * that, or no proof within @timeout_ms, closes the connection (-EACCES,
  * -ETIMEDOUT). hkv_xfer_peer_name() is the name the peer proved; with
  * per-name keys it tells tenants apart, with one shared key it is only a
- * claim of a key holder. Same-host admission by uid is not offered:
- * UCX's sockaddr connections are TCP, which carries no credentials.
+ * claim of a key holder. Same-host admission by uid (HKV_XFER_SAME_UID,
+ * on both sides): a side with no key for the name claims "same uid"
+ * instead, and the other side admits it only if the kernel's table of
+ * this network namespace's TCP sockets (/proc/net/tcp; TCP carries no
+ * credentials, SO_PEERCRED is for unix sockets) says the connection's
+ * other end belongs to its own effective uid; the listener then answers
+ * the same way. IPv4 only; a peer in another namespace or host needs a
+ * key. The name of a peer admitted so is only its claim. With the flag, an
+ * endpoint may have no key at all (peers of its uid only).
  *
  * BOUNDED GRANTS. A grant not released by its deadline (@grant_timeout_ms)
  * closes the peer's connection: each grant it holds ends with -ETIMEDOUT
@@ -143,6 +150,7 @@ struct hkv_xfer_peer;
 /* hkv_xfer_opts.flags */
 #define HKV_XFER_NO_WAIT_IDLE	(1u << 0)	/* never sleep while waiting: spin */
 #define HKV_XFER_RMA		(1u << 1)	/* one-sided: not offered (-EOPNOTSUPP) */
+#define HKV_XFER_SAME_UID	(1u << 2)	/* admit local peers of this uid (below) */
 
 /* hkv_xfer_req.flags */
 #define HKV_XFER_PER_PAGE	(1u << 0)	/* one operation per page (comparison) */
@@ -166,7 +174,8 @@ struct hkv_xfer_peer;
  *	(0 = 10000; -1 = none for accept only, transfers are always bounded)
  * @reg_chunk_bytes: split each region into registrations of at most this
  *	many bytes, rounded down to whole KV pages (0 = one per region)
- * @flags: HKV_XFER_NO_WAIT_IDLE (HKV_XFER_RMA is refused, see above)
+ * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_SAME_UID (HKV_XFER_RMA is
+ *	refused, see above)
  * @max_grants: grants one peer may hold on this endpoint at once (0 = 1024)
  * @name: this endpoint's name, proved to peers (NULL = $HUGEKV_XFER_NAME,
  *	or "hugekv"); at most 63 bytes, no blanks
@@ -332,7 +341,8 @@ typedef int (*hkv_xfer_access_fn)(void *ctx, struct hkv_xfer_peer *peer,
  * the pool's ranges. Nothing of the pool is registered with UCX.
  *
  * Return: 0, or -EINVAL (bad options, a bad key or keyring line,
- * index-only pool), -EOPNOTSUPP (HKV_XFER_RMA), -ENOKEY (no key given),
+ * index-only pool), -EOPNOTSUPP (HKV_XFER_RMA), -ENOKEY (no key given,
+ * and not HKV_XFER_SAME_UID),
  * -EPERM (a keyring file of another user, or readable by others), -ENOENT
  * and other -errno of opening the keyring file, -ENOMEM, -EIO (UCX
  * failed; the log says how).

@@ -14,8 +14,17 @@
  * an accept once the peer's did; until then every message but HELLO and
  * AUTH closes the connection. There is no channel binding: a party on the
  * path can relay the exchange, not forge it.
+ *
+ * With HKV_XFER_SAME_UID, a side without a key for the name may instead
+ * claim "same uid" (AUTH result XF_AUTH_UID): the other side, with the flag
+ * too, admits it if the TCP connection's other end, looked up in
+ * /proc/net/tcp (the same network namespace, IPv4), belongs to its own
+ * uid; the listener answers the same way. TCP carries no credentials
+ * (SO_PEERCRED is for unix sockets), so this is the kernel's record of who
+ * owns the peer's socket.
  */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,9 +36,11 @@
 
 #include "internal.h"
 
+#define XF_AUTH_UID	1		/* AUTH result: "same uid", no mac */
+
 struct xf_wire_auth {
 	struct xf_wire_hdr h;
-	int32_t result;			/* 0, or why no proof follows */
+	int32_t result;			/* 0, XF_AUTH_UID, or why no proof follows */
 	uint32_t pad;
 	unsigned char mac[XF_MAC];
 };
@@ -151,6 +162,8 @@ int xf_keys_load(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 		err = -ENOKEY;
 	if (!err && !x->nkeys)
 		err = -ENOKEY;
+	if (err == -ENOKEY && x->flags & HKV_XFER_SAME_UID)
+		return 0;		/* peers of this uid only */
 	if (err == -ENOKEY)
 		xf_log(0, "no transfer key: peers must authenticate (set key or key_file, or "
 		       "HUGEKV_XFER_KEY_FILE)");
@@ -220,6 +233,59 @@ static const struct xf_key *peer_key(const struct hkv_xfer_peer *p)
 	return key_for(p->x, p->incoming ? p->name : p->x->name);
 }
 
+/* "0100007F:1F90" of /proc/net/tcp as an IPv4 address and port */
+static bool proc_addr(const char *s, uint32_t *addr, unsigned *port)
+{
+	return sscanf(s, "%8" SCNx32 ":%4x", addr, port) == 2;
+}
+
+/* the uid owning the socket at the peer's end of p's connection (IPv4,
+ * this network namespace): -ENOENT when not found */
+static int peer_uid(const struct hkv_xfer_peer *p, unsigned long *uid)
+{
+	ucp_ep_attr_t at = { .field_mask = UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR |
+					   UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR };
+	const struct sockaddr_in *l = (const void *)&at.local_sockaddr;
+	const struct sockaddr_in *r = (const void *)&at.remote_sockaddr;
+	char line[512], la[32], ra[32];
+	unsigned lport, rport;
+	uint32_t laddr, raddr;
+	int err = -ENOENT;
+	FILE *f;
+
+	if (!p->ep || ucp_ep_query(p->ep, &at) != UCS_OK || l->sin_family != AF_INET ||
+	    r->sin_family != AF_INET)
+		return -ENOENT;
+	f = fopen("/proc/net/tcp", "re");
+	if (!f)
+		return -ENOENT;
+	while (err && fgets(line, sizeof(line), f))
+		/* the peer's socket: its local end is our remote one */
+		if (sscanf(line, " %*u: %31s %31s %*x %*s %*s %*s %lu", la, ra, uid) == 3 &&
+		    proc_addr(la, &laddr, &lport) && proc_addr(ra, &raddr, &rport) &&
+		    laddr == r->sin_addr.s_addr && lport == ntohs(r->sin_port) &&
+		    raddr == l->sin_addr.s_addr && rport == ntohs(l->sin_port))
+			err = 0;
+	fclose(f);
+	return err;
+}
+
+/* the peer's claim "same uid", checked */
+static int uid_check(struct hkv_xfer_peer *p)
+{
+	unsigned long uid;
+
+	if (!(p->x->flags & HKV_XFER_SAME_UID) || (!p->incoming && !p->by_uid))
+		return -EACCES;
+	if (peer_uid(p, &uid) || uid != (unsigned long)geteuid()) {
+		xf_log(1, "peer %llu: not a process of uid %u on this host: refused",
+		       (unsigned long long)p->id, (unsigned)geteuid());
+		return -EACCES;
+	}
+	p->by_uid = true;
+	return 0;
+}
+
 /**
  * xf_auth_send() - prove our side (the peer's HELLO is in)
  * @p: the peer
@@ -234,7 +300,9 @@ int xf_auth_send(struct hkv_xfer_peer *p)
 	int err = 0;
 
 	xf_wire_hdr_set(&a.h, XF_AM_AUTH);
-	if (!k)
+	if (p->by_uid || (!k && !p->incoming && p->x->flags & HKV_XFER_SAME_UID))
+		a.result = XF_AUTH_UID, p->by_uid = true;	/* checked by the other side */
+	else if (!k)
 		a.result = err = -EACCES;
 	else if ((err = proof(k, !p->incoming, p, true, a.mac)))
 		a.result = err;
@@ -274,7 +342,13 @@ int xf_auth_check(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	if (len != sizeof(a) || !xf_wire_hdr_ok(buf, len, len, XF_AM_AUTH))
 		return -EPROTO;
 	memcpy(&a, buf, sizeof(a));
-	if (a.result)
+	if (a.result == XF_AUTH_UID) {
+		if (uid_check(p))
+			return -EACCES;
+		p->authed = true;
+		return 0;
+	}
+	if (a.result || p->by_uid)	/* a refusal, or no uid answer to ours */
 		return -EACCES;
 	if (!k || proof(k, p->incoming, p, false, mac) || CRYPTO_memcmp(mac, a.mac, XF_MAC))
 		return -EACCES;

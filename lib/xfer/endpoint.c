@@ -30,7 +30,8 @@ static int opts_copy(const struct hkv_xfer_opts *o, struct hkv_xfer_opts *c)
 
 static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 {
-	if (o->timeout_ms < -1 || o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA) ||
+	if (o->timeout_ms < -1 ||
+	    o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA | HKV_XFER_SAME_UID) ||
 	    o->grant_timeout_ms < 0 || (o->key && o->key_len < XF_KEY_MIN))
 		return -EINVAL;
 	if (o->flags & HKV_XFER_RMA) {

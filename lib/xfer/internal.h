@@ -143,7 +143,7 @@ struct hkv_xfer_peer {
 	ucp_ep_h ep;
 	void *close_req;		/* forced close in progress */
 	int state, error;
-	bool incoming, handed_out, hello_in, closing, authed, gentle;
+	bool incoming, handed_out, hello_in, closing, authed, gentle, by_uid;
 	uint64_t npages, page_bytes, auth_deadline;
 	unsigned char nonce[XF_NONCE], peer_nonce[XF_NONCE];
 	char name[XF_NAME];		/* the name it authenticated as */

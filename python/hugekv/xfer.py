@@ -35,6 +35,7 @@ c_size_t = ctypes.c_size_t
 
 # include/hugekv-xfer.h
 NO_WAIT_IDLE = 1 << 0
+SAME_UID = 1 << 2
 PER_PAGE = 1 << 0
 ACCESS_BEGIN, ACCESS_END = 1, 2
 OP_PUT, OP_GET = 1, 2
@@ -227,11 +228,15 @@ class Peer:
 
 
 class Endpoint:
-    """A transfer endpoint serving one hugekv.Pool (with page bytes)."""
+    """A transfer endpoint serving one hugekv.Pool (with page bytes).
+
+    same_uid: admit (and be admitted by) peers of this uid on this host
+    without a key (include/hugekv-xfer.h, HKV_XFER_SAME_UID)."""
 
     def __init__(self, pool, *, key=None, key_file=None, name=None, timeout_ms=0,
                  grant_timeout_ms=0, max_inflight=0, max_grants=0, max_grant_mem=0,
-                 max_grant_mem_all=0, max_peers=0, reg_chunk_bytes=0, spin=False):
+                 max_grant_mem_all=0, max_peers=0, reg_chunk_bytes=0, spin=False,
+                 same_uid=False):
         self._x = None
         if not isinstance(pool, Pool):
             raise TypeError(f"pool must be a hugekv.Pool, not {type(pool).__name__}")
@@ -247,7 +252,8 @@ class Endpoint:
                       name.encode() if isinstance(name, str) else name]
         o = XferOpts(sz=ctypes.sizeof(XferOpts), max_inflight=max_inflight,
                      timeout_ms=_timeout(timeout_ms, "timeout_ms"),
-                     reg_chunk_bytes=reg_chunk_bytes, flags=NO_WAIT_IDLE if spin else 0,
+                     reg_chunk_bytes=reg_chunk_bytes,
+                     flags=(NO_WAIT_IDLE if spin else 0) | (SAME_UID if same_uid else 0),
                      max_grants=max_grants, name=self._keep[1], key_file=self._keep[0],
                      key=ctypes.cast(ctypes.c_char_p(self._key), c_void_p) if self._key else None,
                      key_len=len(self._key) if self._key else 0,

@@ -38,6 +38,7 @@
 
 static int failures;
 static uint64_t tgt_grant_mem;	/* the target's max_grant_mem (0: default) */
+static unsigned tgt_flags;	/* the target's flags */
 
 #define CHECK(cond) do { \
 	if (!(cond)) { \
@@ -149,7 +150,8 @@ static int tgt_access(void *ctx, struct hkv_xfer_peer *peer, unsigned event, uns
 static void target_main(int wfd, unsigned xopts_chunk, int prefill)
 {
 	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000,
-				   .reg_chunk_bytes = xopts_chunk, .max_grant_mem = tgt_grant_mem };
+				   .reg_chunk_bytes = xopts_chunk, .max_grant_mem = tgt_grant_mem,
+				   .flags = tgt_flags };
 	struct target t = { 0 };
 	struct hkv_extent e;
 	struct hkv_xfer *x;
@@ -764,6 +766,74 @@ static void case_wrong_key(void)
 	side_close(&s);
 }
 
+/* same-host admission by uid: a peer without a key, of this uid, on
+ * loopback, is admitted where the target allows it (and refused where it
+ * does not); it admits the target the same way */
+static void case_same_uid(void)
+{
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000,
+				   .flags = HKV_XFER_SAME_UID };
+	struct hkv_extent l = { 0, 4 }, r = { 0, 4 };
+	struct hkv_xfer_peer *peer = NULL;
+	struct hkv_xfer *x;
+	char *env = strdup(getenv("HUGEKV_XFER_KEY")), addr[64];
+	struct side s;
+	unsigned port;
+
+	s.tgt = target_start(&port, 0, 0);		/* no HKV_XFER_SAME_UID */
+	s.pool = pool_new(NPAGES, PB);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	unsetenv("HUGEKV_XFER_KEY");
+	CHECK_EQ(hkv_xfer_create(s.pool, &o, &x), 0);	/* no key: uid only */
+	CHECK_EQ(hkv_xfer_connect(x, addr, 0, &peer), -EACCES);
+	hkv_xfer_destroy(x);
+	setenv("HUGEKV_XFER_KEY", env, 1);
+	s.x = NULL;
+	CHECK_EQ(hkv_xfer_create(s.pool, NULL, &s.x), 0);	/* the target waits for a peer */
+	CHECK_EQ(hkv_xfer_connect(s.x, addr, 0, &s.peer), 0);
+	side_close(&s);
+
+	tgt_flags = HKV_XFER_SAME_UID;
+	s.tgt = target_start(&port, 0, 0);
+	tgt_flags = 0;
+	s.pool = pool_new(NPAGES, PB);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	unsetenv("HUGEKV_XFER_KEY");
+	if (geteuid() == 0) {	/* another uid on this host: refused */
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			struct hkv_xfer *nx;
+			struct hkv_xfer_peer *np = NULL;
+
+			int err;
+
+			if (setgid(65534) || setuid(65534))
+				_exit(3);
+			err = hkv_xfer_create(pool_new(64, PB), &o, &nx);	/* the child's own */
+			if (err) {
+				fprintf(stderr, "  as uid 65534: endpoint: %s\n", strerror(-err));
+				_exit(5);
+			}
+			_exit(hkv_xfer_connect(nx, addr, 0, &np) == -EACCES ? 0 : 4);
+		}
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+		CHECK_EQ(WEXITSTATUS(st), 0);
+	}
+	CHECK_EQ(hkv_xfer_create(s.pool, &o, &s.x), 0);
+	setenv("HUGEKV_XFER_KEY", env, 1);
+	CHECK_EQ(hkv_xfer_connect(s.x, addr, 0, &s.peer), 0);
+	if (!s.peer)
+		exit(1);
+	CHECK_EQ(hkv_alloc(s.pool, 4, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	fill(s.pool, &l, 1, 0x5a5a);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
+	free(env);
+}
+
 /* a peer that asks for a grant and falls silent: the target's deadline
  * (3 s here) closes it and releases the pins; the transfer fails */
 static void case_silent_peer(void)
@@ -874,6 +944,7 @@ static const struct {
 	{ "create", case_create, false },
 	{ "keys", case_keys, false },
 	{ "wrong-key", case_wrong_key, false },
+	{ "same-uid", case_same_uid, false },
 	{ "grant-flood", case_grant_flood, false },
 	{ "stats-json", case_stats_json, false },
 	{ "silent-peer", case_silent_peer, true },
