@@ -172,8 +172,9 @@ struct hkv_xfer_peer;
  * @max_inflight: UCX operations in flight per endpoint at most (0 = 64)
  * @timeout_ms: default time limit of a transfer, a connect, an accept
  *	(0 = 10000; -1 = none for accept only, transfers are always bounded)
- * @reg_chunk_bytes: split each region into registrations of at most this
- *	many bytes, rounded down to whole KV pages (0 = one per region)
+ * @reg_chunk_bytes: split each region into ranges of at most this many
+ *	bytes, rounded down to whole KV pages (0 = one per region); at most
+ *	65536 ranges
  * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_SAME_UID (HKV_XFER_RMA is
  *	refused, see above)
  * @max_grants: grants one peer may hold on this endpoint at once (0 = 1024)
@@ -520,7 +521,7 @@ HKV_API int hkv_xfer_wait(struct hkv_xfer *x, uint64_t id, int timeout_ms);
 HKV_API void hkv_xfer_set_access_fn(struct hkv_xfer *x, hkv_xfer_access_fn fn, void *ctx);
 
 /**
- * hkv_xfer_nregs() - registrations of the endpoint
+ * hkv_xfer_nregs() - ranges of the endpoint (operations never cross one)
  * @x: the endpoint
  *
  * Return: the number of ranges (regions split at @reg_chunk_bytes); none

@@ -26,7 +26,8 @@ XFER_ATTACK	:= $(BUILD)/tests/xfer-attack
 
 lib: $(BUILD)/libhugekv-xfer.so $(BUILD)/hugekv-xfer.pc
 
-$(BUILD)/lib/xfer/%.o: lib/xfer/%.c include/hugekv-xfer.h include/hugekv.h $(wildcard lib/xfer/*.h)
+$(BUILD)/lib/xfer/%.o: lib/xfer/%.c include/hugekv-xfer.h include/hugekv.h $(wildcard lib/xfer/*.h) \
+		lib/trace.h bpf/hugekv_probes.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) -Ilib/xfer -c $< -o $@

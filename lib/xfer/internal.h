@@ -63,6 +63,8 @@
 #define XF_KEY_MIN		16
 #define XF_KEY_MAX		4096
 #define XF_MAX_KEYS		64
+#define XF_MAX_RANGES		65536u		/* ranges of a pool (in HELLO) */
+#define XF_PREAUTH_MSG		(XF_MAX_RANGES * 16u + 256u)	/* before AUTH, at most */
 
 /* ---- stats.c ---------------------------------------------------------- */
 

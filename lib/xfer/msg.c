@@ -34,6 +34,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 			    void *data, size_t length, const ucp_am_recv_param_t *param)
 {
 	struct hkv_xfer *x = arg;
+	struct hkv_xfer_peer *p;
 	struct xf_msg *m;
 	unsigned am_id;
 
@@ -41,6 +42,12 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 	(void)header_length;
 	if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
 		return UCS_OK;			/* not one of ours: no sender */
+	p = xf_peer_by_ep(x, param->reply_ep);
+	if (!p || (!p->authed && length > XF_PREAUTH_MSG)) {
+		if (p)			/* a stranger's big message is not kept */
+			xf_peer_error(p, -EPROTO);
+		return UCS_OK;
+	}
 	/* the id is not passed to the callback: it is the first wire field */
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV || length < sizeof(struct xf_wire_hdr))
 		length = 0;			/* a protocol error, reported below */

@@ -32,13 +32,14 @@ static int region_cmp(const void *a, const void *b)
 	return x->first_page < y->first_page ? -1 : x->first_page > y->first_page;
 }
 
-/* how many registrations the regions make */
-static unsigned reg_count(const struct hkv_region *rg, unsigned n, uint64_t ppc)
+/* how many ranges the regions make */
+static uint64_t reg_count(const struct hkv_region *rg, unsigned n, uint64_t ppc)
 {
-	unsigned i, total = 0;
+	uint64_t total = 0;
+	unsigned i;
 
 	for (i = 0; i < n; i++)
-		total += ppc ? (unsigned)((rg[i].npages + ppc - 1) / ppc) : 1;
+		total += ppc ? (rg[i].npages + ppc - 1) / ppc : 1;
 	return total;
 }
 
@@ -63,6 +64,12 @@ int xf_reg_create(struct hkv_xfer *x)
 		return -ENOMEM;
 	hkv_regions(x->pool, rg, (unsigned)n);
 	qsort(rg, (size_t)n, sizeof(*rg), region_cmp);	/* lookups binary-search pages */
+	if (reg_count(rg, (unsigned)n, ppc) > XF_MAX_RANGES) {
+		xf_log(0, "reg_chunk_bytes %llu makes over %u ranges: refused",
+		       (unsigned long long)x->reg_chunk_bytes, XF_MAX_RANGES);
+		err = -EINVAL;
+		goto out_free_rg;
+	}
 	x->regs = calloc(reg_count(rg, (unsigned)n, ppc), sizeof(*x->regs));
 	if (!x->regs)
 		goto out_free_rg;

@@ -485,6 +485,15 @@ static void case_create(void)
 	CHECK_EQ(hkv_xfer_create(p, &o, &x), 0);
 	CHECK_EQ(hkv_xfer_nregs(x), 8);
 	hkv_xfer_destroy(x);
+	{	/* more ranges than HELLO may carry */
+		struct hkv_pool *big = pool_new(65540, 4096);
+
+		o.reg_chunk_bytes = 4096;
+		x = NULL;
+		CHECK_EQ(hkv_xfer_create(big, &o, &x), -EINVAL);
+		CHECK(x == NULL);
+		hkv_pool_destroy(big);
+	}
 	CHECK_EQ(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 	hkv_pool_destroy(idx);

@@ -49,7 +49,7 @@ static void usage(FILE *f)
 "  --total-pages N    pages of requests per round (default pages/4)\n"
 "                     (both sides must agree on these two)\n"
 "  --seed S           churn seed (serve default 2, send default 1)\n"
-"  --reg-chunk B      registration chunk bytes (default: one per region)\n"
+"  --reg-chunk B      split regions into ranges of B (default: one per region)\n"
 "  --inflight N       UCX operations in flight at most (default 64)\n"
 "  --timeout MS       transfer/connect limit (default 10000)\n"
 "  --key-file PATH    keyring: lines \"NAME SECRET\" or one \"SECRET\", mode 0600\n"
