@@ -50,7 +50,8 @@ class PoolOpts(ctypes.Structure):
                 ("nlanes", c_uint), ("backing", c_int), ("numa_node", c_int),
                 ("flags", c_uint), ("prefault_threads", c_uint),
                 ("free_room_low", ctypes.c_double), ("free_room_high", ctypes.c_double),
-                ("chunk_bytes", c_u64), ("evict_window", c_uint)]
+                ("chunk_bytes", c_u64), ("evict_window", c_uint),
+                ("name", ctypes.c_char_p), ("label", ctypes.c_char_p)]
 
 
 class Region(ctypes.Structure):
