@@ -50,14 +50,17 @@
  * "SECRET" (the key of every peer), secrets of 16 to 4096 bytes, a file
  * of this user with mode 0600 or 0400. Without a key, hkv_xfer_create()
  * fails with -ENOKEY. Each side sends a fresh 32-byte nonce and its name
- * (@name, $HUGEKV_XFER_NAME, or "hugekv") in HELLO, then proves in AUTH
- * that it holds the key of the connecting side's name:
+ * (@name, $HUGEKV_XFER_NAME, or "hugekv") in HELLO. The connecting side
+ * then proves in AUTH that it holds the key of its name:
  * HMAC-SHA256(key, side label, the other's nonce, its own nonce, both
- * names) (OpenSSL's libcrypto). The proof is mutual and never reveals the
- * key: hkv_xfer_connect() returns only after the listener proved itself,
- * hkv_xfer_accept() only after the peer did; any other message before
- * that, or no proof within @timeout_ms, closes the connection (-EACCES,
- * -ETIMEDOUT). hkv_xfer_peer_name() is the name the peer proved; with
+ * names) (OpenSSL's libcrypto); the listener checks it (constant time)
+ * and only then proves itself the same way, which is also the admission.
+ * The proof is mutual, cannot be replayed (nonces) or reflected (label),
+ * and never reveals the key; there is no channel binding (a party on the
+ * path can relay the exchange, not forge it). hkv_xfer_connect() returns
+ * only after both proofs held, hkv_xfer_accept() only peers that proved
+ * theirs; any other message before that, or no proof within @timeout_ms,
+ * closes the connection (-EACCES, -ETIMEDOUT). hkv_xfer_peer_name() is the name the peer proved; with
  * per-name keys it tells tenants apart, with one shared key it is only a
  * claim of a key holder. Same-host admission by uid (HKV_XFER_SAME_UID,
  * on both sides): a side with no key for the name claims "same uid"
@@ -83,7 +86,8 @@
  *   HELLO      both sides, once, right after the endpoint is created: page
  *              size, page count, the ranges' page counts, nonce, name. A
  *              peer whose page size differs is refused (-EPROTO).
- *   AUTH       both sides, after the other's HELLO: the proof (above).
+ *   AUTH       the connecting side after the listener's HELLO, then the
+ *              listener once that proof held: the proofs (above).
  *   GRANT_REQ  initiator -> target, before any byte moves: id, put/get,
  *              the remote extents. The target checks that each extent is in
  *              range, every page is allocated in its pool and the peer's
