@@ -297,7 +297,7 @@ HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *p)
 {
 	if (!p)
 		return -EINVAL;
-	return p->state == XF_PEER_FAILED ? p->error : 0;
+	return p->error;	/* noted broken counts, before the next step acts on it */
 }
 
 HKV_API const char *hkv_xfer_peer_name(const struct hkv_xfer_peer *p)

@@ -101,7 +101,7 @@ HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
 	deadline = xf_deadline(x->timeout_ms);
 	while (p->ntx && p->state != XF_PEER_FAILED && xf_now_ns() < deadline)
 		xf_progress_once(x);
-	if (p->state != XF_PEER_FAILED && !p->ntx && p->ep) {
+	if (p->state != XF_PEER_FAILED && !p->error && !p->ntx && p->ep) {
 		ucp_request_param_t rp = { .op_attr_mask = 0 };
 		void *r;
 
@@ -116,8 +116,8 @@ HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
 			x->st.peers--;
 		p->state = XF_PEER_FAILED;
 		p->error = -ECANCELED;
-	} else {
-		xf_peer_fail(p, -ECANCELED);
+	} else {	/* keeps the reason of a connection already broken */
+		xf_peer_fail(p, p->error ? p->error : -ECANCELED);
 	}
 	p->closing = true;
 	while ((p->ntx || p->close_req) && xf_now_ns() < deadline) {

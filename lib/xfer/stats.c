@@ -247,7 +247,7 @@ static void print_one(FILE *f, const struct hkv_xfer_stats *st, bool json)
 
 static int peer_error(const struct hkv_xfer_peer *p)
 {
-	return p->state == XF_PEER_FAILED ? p->error : 0;
+	return p->error;
 }
 
 HKV_API int hkv_xfer_stats_print(const struct hkv_xfer *x, FILE *f, unsigned flags)
