@@ -73,6 +73,7 @@ struct hkv_res {
 /* one evict callback running on this thread (a stack frame) */
 struct res_cb_frame {
 	const struct hkv_pool *pool;
+	struct named_tls named;		/* this thread's named-pool lock state */
 	struct res_cb_frame *prev;
 };
 void res_cb_enter(struct res_cb_frame *f, const struct hkv_pool *pool);

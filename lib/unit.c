@@ -40,7 +40,7 @@ struct res_unit *unit_find(const struct hkv_res *r, uint64_t id)
 static void hash_grow(struct hkv_res *r)
 {
 	uint64_t nb = r->nbuckets * 2;
-	struct res_unit **b = calloc(nb, sizeof(*b));
+	struct res_unit **b = meta_calloc(nb, sizeof(*b));
 
 	if (!b)
 		return;
@@ -53,7 +53,7 @@ static void hash_grow(struct hkv_res *r)
 			b[hash64(u->id) & (nb - 1)] = u;
 		}
 	}
-	free(r->bucket);
+	meta_release(r->bucket);
 	r->bucket = b;
 	r->nbuckets = nb;
 }
@@ -140,7 +140,7 @@ void unit_drop(struct hkv_res *r, struct res_unit *u)
 {
 	unit_hash_remove(r, u);
 	unit_lru_unlink(r, u);
-	free(u);
+	meta_release(u);
 }
 
 /**
@@ -294,7 +294,7 @@ static struct res_unit *unit_new(uint64_t id, unsigned n)
 	struct res_unit *u;
 
 	/* n < 2^32: the size cannot overflow a 64-bit size_t */
-	u = calloc(1, sizeof(*u) + (size_t)n * sizeof(u->ext[0]));
+	u = meta_calloc(1, sizeof(*u) + (size_t)n * sizeof(u->ext[0]));
 	if (u) {
 		u->id = id;
 		u->n = n;
@@ -313,15 +313,20 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 
 	if (!pool || !ext || !n || check_extents(pool, ext, n, &npages))
 		return -EINVAL;
-	u = unit_new(unit, n);
-	if (!u)
+	/* a named pool's units live in its file: made under its lock */
+	u = pool->named ? NULL : unit_new(unit, n);
+	if (!u && !pool->named)
 		return -ENOMEM;
-	memcpy(u->ext, ext, n * sizeof(*ext));
-	u->npages = npages;
 	r = pool->res;
 	rc = res_lock(pool);
 	if (rc)
 		goto free_unit;
+	if (!u && !(u = unit_new(unit, n))) {
+		rc = -ENOMEM;
+		goto unlock;
+	}
+	memcpy(u->ext, ext, n * sizeof(*ext));
+	u->npages = npages;
 	if (unit_find(r, unit)) {
 		rc = -EEXIST;
 		goto unlock;
@@ -339,9 +344,13 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 	res_evictable(r, u, true);
 	u = NULL;
 unlock:
+	if (pool->named) {	/* back to the file's heap, under the lock */
+		meta_release(u);
+		u = NULL;
+	}
 	res_unlock(pool);
 free_unit:
-	free(u);
+	meta_release(u);
 	return rc;
 }
 
