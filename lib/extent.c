@@ -373,6 +373,7 @@ static __always_inline void carve(struct xindex *x, struct xpick pk, uint64_t n,
 	}
 mark:
 	xi_set_range(x->allocated, start, n, true);
+	xi_own(x, start, n, true);
 	out->start = x->base + start;
 	out->len = n;
 }

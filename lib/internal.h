@@ -308,6 +308,9 @@ struct shheap *meta_heap_swap(struct shheap *h);
  * hkv_extent values are absolute.
  */
 #define XI_NIL		UINT32_MAX
+/* the slot + 1 of this process in the named pool this thread holds (0:
+ * none), what xi_own() records (named_lock.c) */
+extern __thread uint8_t named_owner;
 #define XI_MAX_EXACT	256	/* sizes 1..XI_MAX_EXACT get exact bins */
 #define XI_PAGES_PER_BIN 100	/* ... but one bin per 100 pages at most */
 #define XI_LEVELS	6	/* group bitmap levels: 64^6 groups */
@@ -366,6 +369,8 @@ struct xindex {
 	uint64_t *allocated;	/* 1 bit per page: allocated (XI_WORD stride) */
 	uint64_t *in_unit;	/* 1 bit per page: in a cache unit (= allocated + 1) */
 	struct xgroup *grp;	/* = allocated: the per-page state */
+	uint8_t *owner;		/* a named pool's: per page, the holder's slot + 1
+				 * (named_owner), 0 when free; else NULL */
 	uint32_t (*ovf)[64];	/* overflow blocks of crowded groups */
 	uint32_t ovf_cap, ovf_free, ovf_nfree;	/* blocks, free-list head, free */
 	struct fext *node;
@@ -521,6 +526,13 @@ static inline void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, boo
 	}
 	xi_set_range_slow(bits, from, len, set);
 }
+/* a named pool's record of who holds [rel, +len): this process, or none */
+static __always_inline void xi_own(struct xindex *x, uint32_t rel, uint64_t len, bool held)
+{
+	if (unlikely(x->owner))
+		memset(x->owner + rel, held ? named_owner : 0, len);
+}
+
 /* the free extents in descending length, in groups of one length: treap
  * extents one by one, then each bin (count extents of length bin) */
 struct xi_cursor {
@@ -572,6 +584,8 @@ struct named_tls {		/* this thread's hold of named pools */
 	struct shheap *routed;	/* named_cb_enter(): routed when it began */
 };
 void named_lock(struct named_hdr *h);
+/* this process's slot in h (slot1 0: it left); attach and detach */
+void named_local_set(struct named_hdr *h, uint8_t slot1, uint64_t pool_id);
 void named_unlock(struct named_hdr *h);
 /* around an evict callback: the callback starts with no hold */
 void named_cb_enter(struct named_tls *save);
@@ -954,6 +968,8 @@ struct named {
 int named_create(struct hkv_pool *pool);
 void named_detach(struct hkv_pool *pool);
 bool named_name_ok(const char *name);
+/* hkv_check() of a named pool's owner records (dead slots reaped first) */
+int named_check(struct hkv_pool *pool);
 
 /* ---- fork.c: pools do not survive fork() ---------------------------------
  * The arena is MADV_DONTFORK and lane locks may be held by threads the child

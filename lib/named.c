@@ -528,13 +528,23 @@ int named_create(struct hkv_pool *pool)
 	meta_heap_swap(old);
 	if (err)
 		goto undo;
-	for (unsigned i = 0; i < pool->nlanes; i++)
+	old = meta_heap_swap(&h->heap);
+	h->owner = meta_calloc(pool->npages, 1);
+	meta_heap_swap(old);
+	if (!h->owner) {
+		err = -ENOMEM;
+		goto undo;
+	}
+	for (unsigned i = 0; i < pool->nlanes; i++) {
 		pool->lanes[i].named = h;
+		pool->lanes[i].xi.owner = h->owner + pool->lanes[i].first;
+	}
 	h->lanes = pool->lanes;
 	h->res = pool->res;
 	err = slot_take(h, &nm->slot);	/* cannot fail: all slots are free */
 	if (err)
 		goto undo;
+	named_local_set(h, (uint8_t)(nm->slot + 1), pool->id);
 	handle_fill(pool, h);
 	nm->arena = arena_view(pool, h);
 	pool->arena = nm->arena;
@@ -639,17 +649,19 @@ HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **
 		}
 	}
 	nm->hdr = h;
+	pool->id = pool_next_id();
+	pool->fork_gen = fork_generation();
 	named_lock(h);
 	named_reap(h);
 	err = slot_take(h, &nm->slot);
+	if (!err)
+		named_local_set(h, (uint8_t)(nm->slot + 1), pool->id);
 	named_unlock(h);
 	if (err) {
 		named_unmap(nm, h, hdr.mem_len);
 		free(pool);
 		return err;
 	}
-	pool->id = pool_next_id();
-	pool->fork_gen = fork_generation();
 	handle_fill(pool, h);
 	nm->arena = arena_view(pool, h);
 	pool->arena = nm->arena;
@@ -688,7 +700,8 @@ void named_detach(struct hkv_pool *pool)
 	}
 	named_lock(h);
 	if (h->slot[nm->slot].pid == getpid())
-		HKV_STORE(&h->slot[nm->slot].pid, 0);
+		named_release_slot(h, nm->slot);
+	named_local_set(h, 0, 0);
 	named_unlock(h);
 	compat_fini(pool);
 	pthread_mutex_destroy(&pool->slots_lock);

@@ -59,9 +59,16 @@ struct named_hdr {
 	struct shheap heap;
 	struct lane *lanes;
 	struct hkv_res *res;
-	uint64_t recoveries, reclaimed_pages, dropped_pins, dead_slots;
+	/* per page: the slot + 1 of the process holding it outside units, 0
+	 * for none (free, or only in a unit); what recovery trusts */
+	uint8_t *owner;
+	uint64_t recoveries, reclaimed_pages, dropped_pins, dead_slots, dropped_units;
 	struct named_slot slot[HKV_NAMED_SLOTS];
 };
+
+/* ---- named_lock.c ---- */
+/* this process's pool id of h (probes), 0 if not attached */
+uint64_t named_local_id(const struct named_hdr *h);
 
 /* ---- named.c ---- */
 /* is the slot's process alive (pid and start time)? */
@@ -70,6 +77,8 @@ bool named_slot_alive(const struct named_slot *s);
 uint64_t named_proc_start(int pid);
 
 /* ---- named_recover.c ---- */
+/* a process leaves: what it holds outside units given back, slot freed */
+void named_release_slot(struct named_hdr *h, unsigned slot);
 /* restore a pool whose lock's holder died (the lock held, inconsistent) */
 void named_recover(struct named_hdr *h);
 /* free the slots of dead processes and give back what they held (locked) */

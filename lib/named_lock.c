@@ -17,6 +17,56 @@
 #include "named.h"
 
 static __thread struct named_tls hold;
+__thread uint8_t named_owner;
+
+/* the named pools this process is attached to, and its slot in each (a
+ * fork() child attaches anew and overwrites the entry of the same address) */
+static struct {
+	struct named_hdr *h;
+	uint8_t slot1;
+	uint64_t id;		/* the handle's pool id */
+} local[HKV_NAMED_SLOTS];
+
+/**
+ * named_local_set() - this process's slot in a pool
+ * @h: the pool's header
+ * @slot1: the slot + 1, or 0 when the process leaves the pool
+ * @pool_id: the handle's hkv_pool_id()
+ */
+void named_local_set(struct named_hdr *h, uint8_t slot1, uint64_t pool_id)
+{
+	unsigned i, empty = HKV_NAMED_SLOTS;
+
+	for (i = 0; i < HKV_NAMED_SLOTS; i++) {
+		if (HKV_LOAD(&local[i].h) == h)
+			break;
+		if (!HKV_LOAD(&local[i].h) && empty == HKV_NAMED_SLOTS)
+			empty = i;
+	}
+	if (i == HKV_NAMED_SLOTS)
+		i = empty;
+	if (i == HKV_NAMED_SLOTS)
+		return;		/* attached to that many pools: recorded as none */
+	HKV_STORE(&local[i].slot1, slot1);
+	HKV_STORE(&local[i].id, pool_id);
+	HKV_STORE(&local[i].h, slot1 ? h : NULL);
+}
+
+uint64_t named_local_id(const struct named_hdr *h)
+{
+	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++)
+		if (HKV_LOAD(&local[i].h) == h)
+			return HKV_LOAD(&local[i].id);
+	return 0;
+}
+
+static uint8_t local_slot(const struct named_hdr *h)
+{
+	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++)
+		if (HKV_LOAD(&local[i].h) == h)
+			return HKV_LOAD(&local[i].slot1);
+	return 0;
+}
 
 /**
  * named_lock() - take a named pool's lock (recursively)
@@ -40,8 +90,10 @@ void named_lock(struct named_hdr *h)
 		hkv_log(HKV_LOG_ERR, "named pool %s: lock unusable: %s", h->name, strerror(err));
 		abort();
 	}
-	if (hold.depth++ == 0)
+	if (hold.depth++ == 0) {
 		hold.heap = meta_heap_swap(&h->heap);
+		named_owner = local_slot(h);
+	}
 }
 
 /**

@@ -127,6 +127,10 @@ int res_create(struct hkv_pool *pool)
 	if (!r)
 		return -ENOMEM;
 	r->nbuckets = 64;
+	/* a named pool's table never grows: a process killed while moving
+	 * units to a new table would lose them (units <= pages) */
+	while (pool->opts.name && r->nbuckets < pool->npages)
+		r->nbuckets *= 2;
 	r->bucket = meta_calloc(r->nbuckets, sizeof(*r->bucket));
 	r->lru = meta_calloc(pool->nlanes, sizeof(*r->lru));
 	r->cursor = meta_calloc(pool->nlanes, sizeof(*r->cursor));

@@ -209,8 +209,15 @@ static void unmark_unit(struct hkv_pool *pool, const struct res_unit *u)
 
 	unit_lane_span(pool, u->ext, u->n, &lo, &hi);
 	lanes_lock(pool, lo, hi);
-	for (unsigned i = 0; i < u->n; i++)
+	for (unsigned i = 0; i < u->n; i++) {
+		unsigned li;
+
 		unit_mark_extent(pool, &u->ext[i], false);
+		/* a named pool: the pages are now the caller's */
+		for_each_piece(pool, &u->ext[i], p, len, li)
+			xi_own(&pool->lanes[li].xi, (uint32_t)(p - pool->lanes[li].xi.base),
+			       len, true);
+	}
 	lanes_unlock(pool, lo, hi);
 }
 
