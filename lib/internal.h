@@ -970,6 +970,9 @@ void named_detach(struct hkv_pool *pool);
 bool named_name_ok(const char *name);
 /* hkv_check() of a named pool's owner records (dead slots reaped first) */
 int named_check(struct hkv_pool *pool);
+/* named_pins.c: this process's pins, recorded (residency locked) */
+int named_pin_note(struct hkv_pool *pool, uint64_t unit, bool pin);
+int named_pins_split(struct hkv_pool *pool, uint64_t unit, uint64_t new_unit);
 
 /* ---- fork.c: pools do not survive fork() ---------------------------------
  * The arena is MADV_DONTFORK and lane locks may be held by threads the child

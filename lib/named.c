@@ -530,8 +530,9 @@ int named_create(struct hkv_pool *pool)
 		goto undo;
 	old = meta_heap_swap(&h->heap);
 	h->owner = meta_calloc(pool->npages, 1);
+	h->pins = meta_calloc((size_t)HKV_NAMED_SLOTS * NAMED_PINS, sizeof(*h->pins));
 	meta_heap_swap(old);
-	if (!h->owner) {
+	if (!h->owner || !h->pins) {
 		err = -ENOMEM;
 		goto undo;
 	}

@@ -20,6 +20,7 @@
 #define NAMED_MAGIC	"HUGEKVNP"
 #define NAMED_LAYOUT	1	/* struct named_hdr and everything in the heap */
 #define NAMED_PATH_MAX	256
+#define NAMED_PINS	256	/* units one process may hold pinned at once */
 
 /* the part of the header every layout keeps: enough to refuse a layout
  * with a clear error and to remove its files */
@@ -62,8 +63,18 @@ struct named_hdr {
 	/* per page: the slot + 1 of the process holding it outside units, 0
 	 * for none (free, or only in a unit); what recovery trusts */
 	uint8_t *owner;
+	/* per slot: NAMED_PINS records of the pins its process holds, and
+	 * how many of them are in use (named_pins.c) */
+	struct named_pin *pins;
+	uint32_t pin_hw[HKV_NAMED_SLOTS];
 	uint64_t recoveries, reclaimed_pages, dropped_pins, dead_slots, dropped_units;
 	struct named_slot slot[HKV_NAMED_SLOTS];
+};
+
+struct named_pin {
+	uint64_t unit;
+	uint32_t count;		/* 0: a free record */
+	uint32_t pad;
 };
 
 /* ---- named_lock.c ---- */
@@ -75,6 +86,10 @@ uint64_t named_local_id(const struct named_hdr *h);
 bool named_slot_alive(const struct named_slot *s);
 /* /proc/PID/stat start time of a process, 0 if gone */
 uint64_t named_proc_start(int pid);
+
+/* ---- named_pins.c ---- */
+bool named_pins_held(const struct named_hdr *h, uint64_t mask);
+uint64_t named_pins_apply(struct named_hdr *h, const uint8_t *live);
 
 /* ---- named_recover.c ---- */
 /* a process leaves: what it holds outside units given back, slot freed */

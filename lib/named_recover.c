@@ -218,6 +218,7 @@ static int rebuild(struct named_hdr *h, uint64_t gone)
 			goto out;
 	}
 	memcpy(h->owner, own, h->npages);
+	h->dropped_pins += named_pins_apply(h, live);
 	units_rebuild(h, all, nunits);
 	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++) {
 		if (!h->slot[i].pid || live[i + 1])
@@ -284,7 +285,8 @@ static bool slots_settle(struct named_hdr *h, uint64_t mask)
  */
 void named_release_slot(struct named_hdr *h, unsigned slot)
 {
-	if (!slots_settle(h, 1ull << slot) && !rebuild(h, 1ull << slot))
+	if ((!slots_settle(h, 1ull << slot) || named_pins_held(h, 1ull << slot)) &&
+	    !rebuild(h, 1ull << slot))
 		return;		/* the rebuild freed the slot */
 	HKV_STORE(&h->slot[slot].pid, 0);
 }
@@ -303,7 +305,7 @@ void named_reap(struct named_hdr *h)
 			dead |= 1ull << i;
 	if (!dead)
 		return;
-	if (!slots_settle(h, dead) && !rebuild(h, 0))
+	if ((!slots_settle(h, dead) || named_pins_held(h, dead)) && !rebuild(h, 0))
 		return;
 	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++) {
 		if (!(dead >> i & 1))

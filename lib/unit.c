@@ -400,6 +400,8 @@ HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 		return rc;
 	if (u->pins == UINT32_MAX) {
 		rc = -EOVERFLOW;
+	} else if (pool->named && (rc = named_pin_note(pool, unit, true))) {
+		/* a named pool's pin is recorded against its process first */
 	} else if (u->pins++ == 0) {
 		pool->res->pinned_units++;
 		pool->res->pinned_pages += u->npages;
@@ -418,10 +420,14 @@ HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit)
 		return rc;
 	if (!u->pins) {
 		rc = -EINVAL;
-	} else if (--u->pins == 0) {
-		pool->res->pinned_units--;
-		pool->res->pinned_pages -= u->npages;
-		res_evictable(pool->res, u, true);
+	} else {
+		if (pool->named)
+			named_pin_note(pool, unit, false);
+		if (--u->pins == 0) {
+			pool->res->pinned_units--;
+			pool->res->pinned_pages -= u->npages;
+			res_evictable(pool->res, u, true);
+		}
 	}
 	res_unlock(pool);
 	return rc;
@@ -479,6 +485,11 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 	nu = unit_new(new_unit, split_count(u, at_page));
 	if (!nu) {
 		rc = -ENOMEM;
+		goto unlock;
+	}
+	/* a named pool: the new half's pins recorded for their holders */
+	if (pool->named && u->pins && (rc = named_pins_split(pool, unit, new_unit))) {
+		meta_release(nu);
 		goto unlock;
 	}
 	if (!u->pins)
