@@ -369,10 +369,13 @@ struct xindex {
 	uint64_t *allocated;	/* 1 bit per page: allocated (XI_WORD stride) */
 	uint64_t *in_unit;	/* 1 bit per page: in a cache unit (= allocated + 1) */
 	struct xgroup *grp;	/* = allocated: the per-page state */
-	uint8_t *owner;		/* a named pool's: per page, the holder's slot + 1
-				 * (named_owner), 0 when free; else NULL */
 	uint32_t (*ovf)[64];	/* overflow blocks of crowded groups */
 	uint32_t ovf_cap, ovf_free, ovf_nfree;	/* blocks, free-list head, free */
+	/* a named pool's owner array (per absolute page, the holder's slot +
+	 * 1, 0 when free), as its distance from this struct in 64-byte units
+	 * (both cache-line aligned in the pool's file); 0 for none. An offset,
+	 * not a pointer: it fills a hole, the struct stays four lines */
+	int32_t owner_off;
 	struct fext *node;
 	uint32_t ncap, nused, free_node;	/* node array, free-list head */
 	uint32_t nexact;	/* sizes 1..nexact are binned exactly */
@@ -526,11 +529,29 @@ static inline void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, boo
 	}
 	xi_set_range_slow(bits, from, len, set);
 }
+/* a named pool's owner bytes of the index's pages (indexed by space page), or NULL */
+static inline uint8_t *xi_owner(const struct xindex *x)
+{
+	return x->owner_off ? (uint8_t *)x + (int64_t)x->owner_off * 64 + x->base : NULL;
+}
+
+/* record that owner (per absolute page) holds the named pool's pages;
+ * 0 or -E2BIG when it is out of reach of the offset */
+static inline int xi_set_owner(struct xindex *x, uint8_t *owner)
+{
+	int64_t d = (owner - (uint8_t *)x) / 64;
+
+	if ((owner - (uint8_t *)x) % 64 || d == 0 || d < INT32_MIN || d > INT32_MAX)
+		return -E2BIG;
+	x->owner_off = (int32_t)d;
+	return 0;
+}
+
 /* a named pool's record of who holds [rel, +len): this process, or none */
 static __always_inline void xi_own(struct xindex *x, uint32_t rel, uint64_t len, bool held)
 {
-	if (unlikely(x->owner))
-		memset(x->owner + rel, held ? named_owner : 0, len);
+	if (unlikely(x->owner_off))
+		memset(xi_owner(x) + rel, held ? named_owner : 0, len);
 }
 
 /* the free extents in descending length, in groups of one length: treap

@@ -536,10 +536,12 @@ int named_create(struct hkv_pool *pool)
 		err = -ENOMEM;
 		goto undo;
 	}
-	for (unsigned i = 0; i < pool->nlanes; i++) {
+	for (unsigned i = 0; i < pool->nlanes && !err; i++) {
 		pool->lanes[i].named = h;
-		pool->lanes[i].xi.owner = h->owner + pool->lanes[i].first;
+		err = xi_set_owner(&pool->lanes[i].xi, h->owner);
 	}
+	if (err)
+		goto undo;
 	h->lanes = pool->lanes;
 	h->res = pool->res;
 	err = slot_take(h, &nm->slot);	/* cannot fail: all slots are free */

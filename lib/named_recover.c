@@ -154,7 +154,9 @@ static int lane_rebuild(struct lane *l, const uint64_t *keep, const uint64_t *cl
 	err = xi_init(x, l->first, l->npages, barrier);
 	if (err)
 		return err;
-	x->owner = owner + l->first;
+	err = xi_set_owner(x, owner);
+	if (err)
+		return err;
 	while (x->free_pages) {		/* everything taken, one extent a chunk */
 		uint64_t n = x->largest;
 
@@ -260,14 +262,15 @@ static bool slots_settle(struct named_hdr *h, uint64_t mask)
 
 	for (unsigned li = 0; li < h->nlanes; li++) {
 		struct xindex *x = &h->lanes[li].xi;
+		uint8_t *owner = xi_owner(x);
 
 		for (uint32_t p = 0; p < x->npages; p++) {
-			uint8_t o = x->owner[p];
+			uint8_t o = owner[p];
 
 			if (!o || o > HKV_NAMED_SLOTS || !(mask >> (o - 1) & 1))
 				continue;
 			if ((x->in_unit[XI_WORD(p)] >> (p & 63)) & 1)
-				x->owner[p] = 0;
+				owner[p] = 0;
 			else
 				outside = true;
 		}
@@ -356,9 +359,10 @@ int named_check(struct hkv_pool *pool)
 		used[i + 1] = h->slot[i].pid != 0;
 	for (unsigned li = 0; li < h->nlanes && !err; li++) {
 		const struct xindex *x = &h->lanes[li].xi;
+		const uint8_t *owner = xi_owner(x);
 
 		for (uint32_t p = 0; p < x->npages; p++) {
-			uint8_t o = x->owner[p];
+			uint8_t o = owner[p];
 			bool alloc = !xi_page_free(x, p);
 			bool unit = (x->in_unit[XI_WORD(p)] >> (p & 63)) & 1;
 
