@@ -44,7 +44,8 @@ HKV_API int hkv_unit_extents(const struct hkv_pool *cpool, uint64_t unit,
 		res_unlock(pool);
 		return -ENOENT;
 	}
-	memcpy(ext, u->ext, (size_t)HKV_MIN(max, u->n) * sizeof(*ext));
+	if (max)
+		memcpy(ext, u->ext, (size_t)HKV_MIN(max, u->n) * sizeof(*ext));
 	err = (int)u->n;
 	res_unlock(pool);
 	return err;

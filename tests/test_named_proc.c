@@ -362,15 +362,15 @@ static void test_pins_dropped(void **state)
 
 /* ---- the kill fuzzer ------------------------------------------------------- */
 
-/* every call, in a loop, until killed */
-static void fuzz_child(uint64_t seed)
+/* every call, in a loop, until killed; a byte on ready once attached */
+static void fuzz_child(uint64_t seed, int ready)
 {
 	struct hkv_pool *p = NULL;
 	struct hkv_extent e[8];
 	uint64_t s = seed | 1, ids[64];
 	int n;
 
-	if (hkv_pool_attach("fuzz", 0, &p))
+	if (hkv_pool_attach("fuzz", 0, &p) || write(ready, "r", 1) != 1)
 		_exit(1);
 	for (;;) {
 		uint64_t r = rnd(&s), id = seed << 20 | (r & 0xfffff);
@@ -444,12 +444,19 @@ static void test_kill_fuzzer(void **state)
 		held += mine[i].len;
 	printf("kill fuzzer: seed %llu, %u kills\n", (unsigned long long)s, kills);
 	for (unsigned k = 0; k < kills; k++) {
-		pid_t pid = fork();
-		struct timespec ts = { 0, (long)(200000 + rnd(&s) % 3000000) };
+		struct timespec ts = { 0, (long)(rnd(&s) % 2000000) };
+		int fds[2];
+		pid_t pid;
+		char c;
 
+		assert_int_equal(pipe(fds), 0);
+		pid = fork();
 		if (pid == 0)
-			fuzz_child(k + 1);
+			fuzz_child(k + 1, fds[1]);
 		assert_true(pid > 0);
+		close(fds[1]);
+		assert_int_equal(read(fds[0], &c, 1), 1);	/* attached: now the kill */
+		close(fds[0]);
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
 		assert_int_equal(waitpid(pid, &status, 0), pid);
