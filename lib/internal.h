@@ -47,10 +47,6 @@
 #define HKV_MIN(a, b)	((a) < (b) ? (a) : (b))
 #define HKV_MAX(a, b)	((a) > (b) ? (a) : (b))
 #define HKV_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-/* thread-locals read on every call of a named pool: a fixed offset from
- * the thread pointer instead of a __tls_get_addr() call (the library is
- * linked, not dlopen()ed late; a few bytes of the static TLS surplus) */
-#define HKV_TLS_IE	__attribute__((tls_model("initial-exec")))
 #define HKV_ROUND_UP(v, a)	(((v) + (a) - 1) / (a) * (a))
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
@@ -314,7 +310,7 @@ struct shheap *meta_heap_swap(struct shheap *h);
 #define XI_NIL		UINT32_MAX
 /* the slot + 1 of this process in the named pool this thread holds (0:
  * none), what xi_own() records (named_lock.c) */
-extern __thread uint8_t named_owner HKV_TLS_IE;
+extern __thread uint8_t named_owner;
 #define XI_MAX_EXACT	256	/* sizes 1..XI_MAX_EXACT get exact bins */
 #define XI_PAGES_PER_BIN 100	/* ... but one bin per 100 pages at most */
 #define XI_LEVELS	6	/* group bitmap levels: 64^6 groups */

@@ -22,7 +22,7 @@
 #define META_HUGE_MIN	(META_HUGE / 2)	/* smaller arrays stay on the heap */
 
 /* the named pool's file heap this thread works in, or NULL */
-static __thread struct shheap *meta_heap HKV_TLS_IE;
+static __thread struct shheap *meta_heap;
 
 /**
  * meta_heap_swap() - route this thread's bookkeeping allocations

@@ -16,8 +16,8 @@
  */
 #include "named.h"
 
-static __thread struct named_tls hold HKV_TLS_IE;
-__thread uint8_t named_owner HKV_TLS_IE;
+static __thread struct named_tls hold;
+__thread uint8_t named_owner;
 
 /* the named pools this process is attached to, and its slot in each (a
  * fork() child attaches anew and overwrites the entry of the same address) */
