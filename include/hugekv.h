@@ -939,6 +939,33 @@ HKV_API int64_t hkv_unit_list(const struct hkv_pool *pool, uint64_t *ids, uint64
 HKV_API int hkv_unit_extents(const struct hkv_pool *pool, uint64_t unit,
 			     struct hkv_extent *ext, unsigned max);
 
+/**
+ * hkv_unit_seal() - record a checksum of a unit's bytes
+ * @pool: a pool with memory
+ * @unit: the unit's id
+ *
+ * XXH3 (64 bits) of the unit's pages in its page order, kept with the unit
+ * (in a named pool's file: it survives restarts). Write the bytes first;
+ * a split clears the checksum of both halves. Runs under the pool's
+ * residency lock for the time of the hash.
+ *
+ * Return: 0, or -EINVAL (NULL, an index-only pool), -ENOENT, -EDEADLK,
+ * -ECHILD.
+ */
+HKV_API int hkv_unit_seal(struct hkv_pool *pool, uint64_t unit);
+
+/**
+ * hkv_unit_verify() - compare a unit's bytes with its recorded checksum
+ * @pool: a pool with memory
+ * @unit: the unit's id
+ *
+ * What an engine calls before it serves a unit it found after a restart.
+ *
+ * Return: 0 (the bytes are the ones sealed), -EBADMSG (they differ; logged),
+ * -ENODATA (no checksum recorded), -EINVAL, -ENOENT, -EDEADLK, -ECHILD.
+ */
+HKV_API int hkv_unit_verify(struct hkv_pool *pool, uint64_t unit);
+
 #ifdef __cplusplus
 }
 #endif

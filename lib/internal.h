@@ -22,6 +22,7 @@
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
  *   named.c, named_recover.c, unit_list.c   named pools: files, attach,
  *                   process slots, recovery (named.h); unit listing
+ *   unit_sum.c      a unit's checksum (hkv_unit_seal(), hkv_unit_verify())
  *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
  *   compat.c        the legacy free-slot view
  *   res.c, unit.c, evict.c, room.c, unit_check.c (res.h)   residency

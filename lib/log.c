@@ -187,6 +187,8 @@ HKV_API const char *hkv_strerror(int err)
 	case EOPNOTSUPP: return "not supported on this machine (page size, THP or NUMA support missing)";
 	case EIO: return "memory placement could not be read back (move_pages or smaps)";
 	case EDEADLK: return "called from inside this pool's eviction callback (would deadlock)";
+	case EBADMSG: return "the unit's bytes differ from the checksum recorded for it";
+	case ENODATA: return "no checksum was recorded for the unit (hkv_unit_seal)";
 	case EPROTO: return "a named pool's files in a layout this library does not read (another hugekv version), or not a pool's files";
 	case EADDRINUSE: return "the named pool's address range is taken in this process (attached already?)";
 	case EUSERS: return "every process slot of the named pool is taken";

@@ -498,6 +498,7 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 	split_move(u, at_page, nu);
 	r->unit_pages += u->npages;
 	nu->pins = u->pins;
+	u->sealed = 0;		/* the checksum was of the whole */
 	nu->stamp = u->stamp;
 	nu->home = u->home;
 	u->home_pages = unit_pages_in(pool, u, u->home);

@@ -162,7 +162,8 @@ static int child_create_fill(void *arg)
 		for (int i = 0; i < n; i++)
 			for (uint64_t pg = e[i].start; pg < e[i].start + e[i].len; pg++)
 				*(uint64_t *)hkv_page_ptr(p, pg) = (u << 32) | pg;
-		if (hkv_unit_add(p, 0xabc000 + u, e, (unsigned)n))
+		if (hkv_unit_add(p, 0xabc000 + u, e, (unsigned)n) ||
+		    (u % 2 == 0 && hkv_unit_seal(p, 0xabc000 + u)))
 			return 3;
 	}
 	_exit(0);	/* no destroy: a process that just ends */
@@ -189,7 +190,25 @@ static void test_warm_restart(void **state)
 			for (uint64_t pg = e[j].start; pg < e[j].start + e[j].len; pg++, pages++)
 				assert_int_equal(*(uint64_t *)hkv_page_ptr(p, pg), (u << 32) | pg);
 		assert_int_equal(hkv_unit_touch(p, ids[i]), 0);	/* a hit */
+		/* the even units were sealed before the restart */
+		assert_int_equal(hkv_unit_verify(p, ids[i]), u % 2 ? -ENODATA : 0);
 	}
+	/* a byte changed under a sealed unit is found */
+	assert_true(hkv_unit_extents(p, 0xabc000, e, 8) >= 1);
+	((char *)hkv_page_ptr(p, e[0].start))[100] ^= 1;
+	assert_int_equal(hkv_unit_verify(p, 0xabc000), -EBADMSG);
+	((char *)hkv_page_ptr(p, e[0].start))[100] ^= 1;
+	assert_int_equal(hkv_unit_verify(p, 0xabc000), 0);
+	assert_int_equal(hkv_unit_verify(p, 7), -ENOENT);
+	assert_int_equal(hkv_unit_seal(NULL, 7), -EINVAL);
+	/* a split clears the checksum of both halves; a new seal holds */
+	assert_int_equal(hkv_unit_extents(p, 0xabc004, e, 8), 1);
+	assert_int_equal(e[0].len, 5);
+	assert_int_equal(hkv_unit_split(p, 0xabc004, 2, 0xdef000), 0);
+	assert_int_equal(hkv_unit_verify(p, 0xabc004), -ENODATA);
+	assert_int_equal(hkv_unit_verify(p, 0xdef000), -ENODATA);
+	assert_int_equal(hkv_unit_seal(p, 0xdef000), 0);
+	assert_int_equal(hkv_unit_verify(p, 0xdef000), 0);
 	assert_int_equal(hkv_available(p), 512 - pages);
 	assert_int_equal(hkv_check(p), 0);
 	/* eviction from here, with this process's callback */
@@ -214,6 +233,8 @@ static int child_index(void *arg)
 		return 2;
 	if (hkv_alloc(p, 100000, 1, 0, e, 2) != 1 || hkv_unit_add(p, 9, e, 1))
 		return 3;
+	if (hkv_unit_seal(p, 9) != -EINVAL || hkv_unit_verify(p, 9) != -EINVAL)
+		return 4;	/* no bytes to sum */
 	hkv_pool_destroy(p);
 	return 0;
 }

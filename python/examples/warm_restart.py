@@ -3,9 +3,11 @@
 """warm_restart.py - a host KV cache that survives a kill -9 of its server.
 
 A "server" process makes a named pool, serves requests (each request's KV
-pages become a unit whose id is its block hash, the bytes written), then is
+pages become a unit whose id is its block hash, the bytes written and
+sealed with a checksum), then is
 killed with SIGKILL in the middle of its work. A new server attaches the
-pool by name, lists the units, checks every byte and serves the same
+pool by name, lists the units, verifies each against its checksum (and
+this example compares every byte too) and serves the same
 requests again: every one is a hit, with no recomputation. The dead
 server's pages outside units (its work in flight) come back to the pool.
 
@@ -49,6 +51,7 @@ def server(requests):
         rows = np.concatenate([np.arange(s, s + k) for s, k in ext.tolist()])
         arr[rows] = kv_bytes(req, n).reshape(n, PAGE_BYTES)
         pool.unit_add(block_hash(req), ext)
+        pool.unit_seal(block_hash(req))      # a checksum kept with the unit
     pool.alloc(100)                  # a request in flight when the kill comes
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -62,6 +65,8 @@ def restart(requests):
     for req in range(requests):
         h = block_hash(req)
         if h not in cached:
+            continue
+        if not pool.unit_verify(h):   # never serve bytes that changed
             continue
         hits += 1
         ext = pool.unit_extents(h)

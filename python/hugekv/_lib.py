@@ -148,6 +148,8 @@ _PROTOS = {
     "hkv_pool_info": (c_int, [_P, ctypes.POINTER(NamedInfo)]),
     "hkv_unit_list": (ctypes.c_int64, [_P, c_void_p, c_u64]),
     "hkv_unit_extents": (c_int, [_P, c_u64, c_void_p, c_uint]),
+    "hkv_unit_seal": (c_int, [_P, c_u64]),
+    "hkv_unit_verify": (c_int, [_P, c_u64]),
 }
 
 

@@ -323,6 +323,22 @@ class Pool:
                     return buf[:k].astype(np.int64)
                 rows = k
 
+    def unit_seal(self, unit: int) -> None:
+        """Record a checksum (XXH3) of the unit's bytes, kept with the unit."""
+        self._unit_call(lib.hkv_unit_seal, "hkv_unit_seal", unit)
+
+    def unit_verify(self, unit: int) -> bool:
+        """True if the unit's bytes are the ones sealed, False if they
+        changed; Error ENODATA if it was never sealed."""
+        unit = _index(unit, "unit")
+        with self._call() as h:
+            err = lib.hkv_unit_verify(h, unit)
+        if err == -errno.EBADMSG:
+            return False
+        if err:
+            raise error(err, f"hkv_unit_verify of unit {unit}")
+        return True
+
     @staticmethod
     def _create(o):
         """hkv_pool_create(): the new C pool's address."""

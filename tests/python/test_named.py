@@ -41,6 +41,7 @@ for u in range(20):
         for pg in range(s, s + n):
             p.page_view(pg)[:8] = int(0xabc000 + u).to_bytes(8, "little")
     p.unit_add(0xabc000 + u, e)
+    p.unit_seal(0xabc000 + u)
 p.unit_pin(0xabc000)           # a pin the dead process never drops
 held = p.alloc(10)             # held outside units: comes back
 print("filled", flush=True)
@@ -59,12 +60,18 @@ def test_warm_restart_after_kill():
         for s, n in ext.tolist():
             for pg in range(s, s + n):
                 assert bytes(p.page_view(pg)[:8]) == u.to_bytes(8, "little")
+        assert p.unit_verify(u)
     p.check()                               # reaps the dead process
     info = p.info()
     assert info["name"] == "warm" and info["pids"] == [os.getpid()]
     assert info["reclaimed_pages"] == 10 and info["dropped_pins"] == 1
     assert p.available == 256 - 60
     assert p.stats()["pinned_units"] == 0
+    s = int(p.unit_extents(0xabc001)[0, 0])
+    p.page_view(s)[9] ^= 1
+    assert not p.unit_verify(0xabc001)         # a changed byte is found
+    p.page_view(s)[9] ^= 1
+    assert p.unit_verify(0xabc001)
     assert p.evict(256) == 60
     p.close()
     hugekv.Pool.unlink("warm")
