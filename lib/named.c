@@ -28,6 +28,14 @@
 #define NAMED_HINT_LO		0x200000000000ull	/* 32 TiB */
 #define NAMED_HINT_STEP		(1ull << 40)		/* 1 TiB per hint slot */
 #define NAMED_HINT_SLOTS	48
+#define NAMED_HINT_TRIES	4
+/* ThreadSanitizer maps application memory only in its own ranges: there
+ * the kernel picks the range (attachers still map it at the same address) */
+#ifdef __SANITIZE_THREAD__
+static const bool named_hints;
+#else
+static const bool named_hints = true;
+#endif
 #define NAMED_META_MIN		(64ull << 20)
 #define NAMED_META_PER_PAGE	512	/* bytes of heap per page, sparse */
 #define MOUNTS_MAX		(256 << 10)
@@ -220,7 +228,8 @@ static int reserve_range(const char *name, uint64_t bytes, uint64_t align, char 
 	char *p, *a;
 	int err;
 
-	for (unsigned i = 0; i < 4 && bytes <= NAMED_HINT_STEP; i++) {
+	for (unsigned i = 0; named_hints && i < NAMED_HINT_TRIES && bytes <= NAMED_HINT_STEP;
+	     i++) {
 		void *hint = (void *)(uintptr_t)range_hint(name, i);
 
 		if (!os->mmap(hint, bytes, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0,

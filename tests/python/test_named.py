@@ -139,3 +139,28 @@ def test_unit_listing_of_a_private_pool():
         p.unit_extents(10)
     assert ei.value.errno == errno.ENOENT
     p.close()
+
+
+def test_sglang_host_tensor_allocator_ranks_share_one_pool():
+    torch = pytest.importorskip("torch")
+    from hugekv.sglang import HostTensorAllocator
+    a = HostTensorAllocator(backing="4k", name="tp")
+    t = a.allocate((64, 16), torch.float32)           # rank 0 makes "tp-0"
+    t[:] = 0
+    run_py("""
+import torch
+from hugekv.sglang import HostTensorAllocator
+b = HostTensorAllocator(backing="4k", name="tp")
+u = b.allocate((64, 16), torch.float32)              # rank 1 attaches "tp-0"
+u[5] = 7.0                                           # written in the shared copy
+b.allocate((32, 16), torch.float32)                 # "tp-1": made here
+""")
+    assert float(t[5, 3]) == 7.0
+    q = hugekv.Pool.attach("tp-1")
+    assert q.npages == 32
+    q.close()
+    del t                                   # the tensor's view keeps its pool mapped
+    for p in a.pools:
+        p.close()
+    hugekv.Pool.unlink("tp-0")
+    hugekv.Pool.unlink("tp-1")
