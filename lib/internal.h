@@ -286,6 +286,9 @@ void *shheap_alloc(struct shheap *h, uint64_t bytes);	/* zeroed, or NULL */
 void *shheap_realloc(struct shheap *h, void *p, uint64_t bytes);
 void shheap_free(struct shheap *h, void *p);
 bool shheap_owns(const struct shheap *h, const void *p);
+bool shheap_is_block(const struct shheap *h, const void *p);
+uint64_t shheap_sweep(struct shheap *h, bool (*keep)(void *ctx, const void *payload),
+		      void *ctx);
 
 /* ---- meta.c: bookkeeping memory: large arrays on transparent huge pages;
  * everything in a named pool's file heap while this thread holds (or

@@ -42,7 +42,7 @@ static bool unit_sane(const struct named_hdr *h, const struct res_unit *u,
 {
 	uint64_t pages = 0;
 
-	if (!shheap_owns(&h->heap, u) || !u->n || u->n > h->npages)
+	if (!u->n || u->n > h->npages)
 		return false;
 	for (unsigned i = 0; i < u->n; i++) {
 		const struct hkv_extent *e = &u->ext[i];
@@ -81,10 +81,15 @@ static struct res_unit **units_collect(struct named_hdr *h, uint64_t *claim, uin
 		while (*pp) {
 			struct res_unit *u = *pp;
 
-			if (*n > h->npages || !unit_sane(h, u, claim)) {
+			if (*n > h->npages || !shheap_is_block(&h->heap, u)) {
 				*pp = NULL;	/* the rest of the chain is unreadable */
 				(*dropped)++;
 				break;
+			}
+			if (!unit_sane(h, u, claim)) {
+				*pp = u->hnext;	/* this one only */
+				(*dropped)++;
+				continue;
 			}
 			for (unsigned i = 0; i < u->n; i++)
 				for (uint64_t p = u->ext[i].start; p < u->ext[i].start + u->ext[i].len; p++)
@@ -141,20 +146,62 @@ static void units_rebuild(struct named_hdr *h, struct res_unit **all, uint64_t n
 	}
 }
 
-/* one lane's index anew: pages of keep allocated, of claim in a unit */
-static int lane_rebuild(struct lane *l, const uint64_t *keep, const uint64_t *claim,
-			uint8_t *owner)
+/* the blocks recovery keeps: what it trusts (sorted payload addresses) */
+struct kept {
+	const void **at;
+	uint64_t n;
+};
+
+static int ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool kept_has(void *ctx, const void *payload)
+{
+	const struct kept *k = ctx;
+
+	return bsearch(&payload, k->at, k->n, sizeof(*k->at), ptr_cmp) != NULL;
+}
+
+/*
+ * Every block but the trusted ones back to the heap: the lanes' indexes
+ * (rebuilt next), parked and dropped units, blocks a killed process leaked.
+ * Nothing is freed through a pointer a killed process may have left stale.
+ */
+static int heap_sweep(struct named_hdr *h, struct res_unit **all, uint64_t nunits)
+{
+	struct hkv_res *r = h->res;
+	const void *fixed[] = { h->owner, h->pins, h->lanes, r, r->bucket, r->lru, r->cursor,
+				r->cand, r->evictable };
+	struct kept k = { malloc((nunits + HKV_ARRAY_SIZE(fixed)) * sizeof(void *)), 0 };
+
+	if (!k.at)
+		return -ENOMEM;
+	for (unsigned i = 0; i < HKV_ARRAY_SIZE(fixed); i++)
+		k.at[k.n++] = fixed[i];
+	for (uint64_t i = 0; i < nunits; i++)
+		k.at[k.n++] = all[i];
+	qsort(k.at, k.n, sizeof(*k.at), ptr_cmp);
+	shheap_sweep(&h->heap, kept_has, &k);
+	free(k.at);
+	return 0;
+}
+
+/* one lane's index anew (its old one swept): pages of keep allocated, of
+ * claim in a unit */
+static int lane_rebuild(struct lane *l, uint64_t barrier, const uint64_t *keep,
+			const uint64_t *claim, uint8_t *owner)
 {
 	struct xindex *x = &l->xi;
-	uint64_t barrier = x->barrier;
 	struct hkv_extent e;
 	int err;
 
-	xi_fini(x);
+	/* the owner records are not touched here (no owner set while the
+	 * index is rebuilt): a kill midway must leave them as they were */
 	err = xi_init(x, l->first, l->npages, barrier);
-	if (err)
-		return err;
-	err = xi_set_owner(x, owner);
 	if (err)
 		return err;
 	while (x->free_pages) {		/* everything taken, one extent a chunk */
@@ -181,7 +228,7 @@ static int lane_rebuild(struct lane *l, const uint64_t *keep, const uint64_t *cl
 		if (BIT(claim, p))
 			xi_set_range(x->in_unit, p - l->first, 1, true);
 	l->gen++;
-	return 0;
+	return xi_set_owner(x, owner);
 }
 
 /*
@@ -214,8 +261,13 @@ static int rebuild(struct named_hdr *h, uint64_t gone)
 		if (o || BIT(claim, p))
 			SETBIT(keep, p);
 	}
+	err = heap_sweep(h, all, nunits);
+	if (err)
+		goto out;
 	for (unsigned i = 0; i < h->nlanes; i++) {
-		err = lane_rebuild(&h->lanes[i], keep, claim, h->owner);
+		/* the chunk from the header: a killed rebuild may have left
+		 * the index's own copy zeroed */
+		err = lane_rebuild(&h->lanes[i], h->chunk_pages, keep, claim, h->owner);
 		if (err)
 			goto out;
 	}

@@ -14,7 +14,9 @@
  *
  * Every change is one store of a word (a list head, the bump pointer), made
  * last: a process killed in the middle of an allocation or free leaks at
- * most that block, never breaks a list. Callers hold the pool's lock.
+ * most that block, never breaks a list. A new block's header is written
+ * before the bump pointer passes it, so the blocks below the bump pointer
+ * can always be walked (shheap_sweep()). Callers hold the pool's lock.
  */
 #include "internal.h"
 
@@ -77,16 +79,19 @@ void *shheap_alloc(struct shheap *h, uint64_t bytes)
 		}
 		HKV_STORE(&h->free_head[c], b->next);	/* the one store */
 		memset((char *)b + SHBLK_HDR, 0, HKV_MIN(bytes, size - SHBLK_HDR));
+		b->magic = SHBLK_MAGIC | c;
+		b->next = 0;
+		b->bytes = bytes;
 	} else {
 		at = h->top;
 		if (size > h->end - at)
 			return NULL;
-		HKV_STORE(&h->top, at + size);		/* the one store */
 		b = (struct shblk *)(uintptr_t)at;	/* never touched: zero */
+		b->magic = SHBLK_MAGIC | c;		/* walkable before it counts */
+		b->next = 0;
+		b->bytes = bytes;
+		HKV_STORE(&h->top, at + size);		/* the one store */
 	}
-	b->magic = SHBLK_MAGIC | c;
-	b->next = 0;
-	b->bytes = bytes;
 	HKV_ADD(&h->used, size);
 	return (char *)b + SHBLK_HDR;
 }
@@ -154,6 +159,65 @@ void *shheap_realloc(struct shheap *h, void *p, uint64_t bytes)
 		memcpy(n, p, HKV_MIN(bytes, b->bytes));
 	shheap_free(h, p);
 	return n;
+}
+
+/**
+ * shheap_is_block() - is @p the payload of an allocated block?
+ * @h: the heap
+ * @p: any pointer
+ *
+ * Return: true if so (what recovery asks of a pointer it found).
+ */
+bool shheap_is_block(const struct shheap *h, const void *p)
+{
+	return p && ((uintptr_t)p & 63) == 0 && shheap_blk(h, p) &&
+	       (uint64_t)(uintptr_t)p < HKV_LOAD(&h->top);
+}
+
+/**
+ * shheap_sweep() - free every block but those kept, whatever the lists say
+ * @h: the heap
+ * @keep: true for a payload that stays allocated
+ * @ctx: passed to @keep
+ *
+ * Walks the blocks below the bump pointer and makes new free lists of all
+ * the others, published at the end (a kill midway leaks blocks at most:
+ * a later sweep takes them back). Recovery's way to drop every derived
+ * structure at once, without freeing through pointers a killed process
+ * may have left stale (a double free there could hand a block out twice).
+ *
+ * Return: the bytes of the blocks kept.
+ */
+uint64_t shheap_sweep(struct shheap *h, bool (*keep)(void *ctx, const void *payload),
+		      void *ctx)
+{
+	uint64_t heads[SHHEAP_CLASSES] = { 0 }, used = 0, top = HKV_LOAD(&h->top);
+	uint64_t at = h->base;
+
+	while (at < top) {
+		struct shblk *b = (struct shblk *)(uintptr_t)at;
+		unsigned c = (unsigned)(b->magic & 0xff);
+		uint64_t kind = b->magic & ~0xffull;
+
+		if ((kind != SHBLK_MAGIC && kind != SHBLK_FREED) || c < SHHEAP_MIN_CLASS ||
+		    c >= SHHEAP_CLASSES || (1ull << c) > top - at) {
+			hkv_log(HKV_LOG_ERR, "named pool heap: block at %#llx unreadable; the "
+				"rest is left as it is", (unsigned long long)at);
+			break;
+		}
+		if (kind == SHBLK_MAGIC && keep(ctx, (char *)b + SHBLK_HDR)) {
+			used += 1ull << c;
+		} else {
+			b->magic = SHBLK_FREED | c;
+			b->next = heads[c];
+			heads[c] = at;
+		}
+		at += 1ull << c;
+	}
+	for (unsigned c = 0; c < SHHEAP_CLASSES; c++)
+		HKV_STORE(&h->free_head[c], heads[c]);
+	HKV_STORE(&h->used, used);
+	return used;
 }
 
 /**

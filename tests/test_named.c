@@ -128,6 +128,9 @@ static void test_other_process(void **state)
 	assert_int_equal(hkv_unit_extents(p, 7, e, 4), -ENOENT);
 	assert_int_equal(hkv_available(p), 256 - 24);
 	assert_int_equal(hkv_check(p), 0);
+	info.sz = offsetof(struct hkv_named_info, created_ns);
+	assert_int_equal(hkv_pool_info(p, &info), -EINVAL);	/* too small */
+	info.sz = sizeof(info);
 	assert_int_equal(hkv_pool_info(p, &info), 0);
 	assert_string_equal(info.name, "other");
 	assert_int_equal(info.nattached, 1);

@@ -12,7 +12,8 @@
  *   the indexes and is killed; the next caller rebuilds, units and their
  *   bytes survive, the child's pages come back, counted.
  * - the kill fuzzer: hundreds of children killed with SIGKILL at random
- *   points of a loop of every call; after each kill: hkv_check() clean,
+ *   points of a loop of every call (detach and attach too); after each
+ *   kill: hkv_check() clean,
  *   free + in units + held by this (live) process = all pages, every
  *   unit's bytes intact. HKV_KILLS sets the number of kills (default 150).
  */
@@ -412,6 +413,11 @@ static void fuzz_child(uint64_t seed, int ready)
 			nu = hkv_unit_list(p, ids, 64);
 			if (nu > 0)
 				hkv_unit_touch(p, ids[(r >> 8) % HKV_MIN(nu, 64)]);
+			if ((r & 15) == 0) {	/* leave (with what it holds) and come back */
+				hkv_pool_destroy(p);
+				if (hkv_pool_attach("fuzz", 0, &p))
+					_exit(2);
+			}
 			break;
 		default: {
 			uint64_t count[3] = { r & 3, r >> 2 & 3, 1 };
