@@ -301,6 +301,15 @@ void *meta_realloc(void *p, size_t bytes);	/* realloc() */
 void meta_release(void *p);			/* free() of the three above */
 /* the file heap this thread allocates from (NULL: malloc); returns the old one */
 struct shheap *meta_heap_swap(struct shheap *h);
+/* this thread's hold of named pools and where its bookkeeping goes: one
+ * thread-local for all of it (one lookup per lock and unlock) */
+struct named_tls {
+	struct shheap *heap;	/* the file heap allocations go to, or NULL */
+	struct shheap *before;	/* heap before the outermost hold */
+	unsigned depth;		/* holds of named pools' locks */
+	uint8_t owner;		/* this process's slot + 1 in the pool held */
+};
+extern __thread struct named_tls named_tls;
 
 /* ---- extent.c: free-extent index of one lane (its own header: extent.h) -
  *
@@ -312,9 +321,6 @@ struct shheap *meta_heap_swap(struct shheap *h);
  * hkv_extent values are absolute.
  */
 #define XI_NIL		UINT32_MAX
-/* the slot + 1 of this process in the named pool this thread holds (0:
- * none), what xi_own() records (named_lock.c) */
-extern __thread uint8_t named_owner;
 #define XI_MAX_EXACT	256	/* sizes 1..XI_MAX_EXACT get exact bins */
 #define XI_PAGES_PER_BIN 100	/* ... but one bin per 100 pages at most */
 #define XI_LEVELS	6	/* group bitmap levels: 64^6 groups */
@@ -555,7 +561,7 @@ static inline int xi_set_owner(struct xindex *x, uint8_t *owner)
 static __always_inline void xi_own(struct xindex *x, uint32_t rel, uint64_t len, bool held)
 {
 	if (unlikely(x->owner_off))
-		memset(xi_owner(x) + rel, held ? named_owner : 0, len);
+		memset(xi_owner(x) + rel, held ? named_tls.owner : 0, len);
 }
 
 /* the free extents in descending length, in groups of one length: treap
@@ -603,11 +609,6 @@ int xi_check(const struct xindex *x);
  * (named_recover.c). While it holds the lock a thread allocates
  * bookkeeping from the file's heap (meta_heap_swap()). */
 struct named_hdr;
-struct named_tls {		/* this thread's hold of named pools */
-	struct shheap *heap;	/* routed before the outermost hold */
-	unsigned depth;
-	struct shheap *routed;	/* named_cb_enter(): routed when it began */
-};
 void named_lock(struct named_hdr *h);
 /* this process's slot in h (slot1 0: it left); attach and detach */
 void named_local_set(struct named_hdr *h, uint8_t slot1, uint64_t pool_id);

@@ -21,8 +21,9 @@
 #define META_HUGE	(2ull << 20)
 #define META_HUGE_MIN	(META_HUGE / 2)	/* smaller arrays stay on the heap */
 
-/* the named pool's file heap this thread works in, or NULL */
-static __thread struct shheap *meta_heap;
+/* the named pool's file heap this thread works in (heap), or NULL */
+__thread struct named_tls named_tls;
+#define meta_heap	(named_tls.heap)
 
 /**
  * meta_heap_swap() - route this thread's bookkeeping allocations

@@ -16,8 +16,6 @@
  */
 #include "named.h"
 
-static __thread struct named_tls hold;
-__thread uint8_t named_owner;
 
 /* the named pools this process is attached to, and its slot in each (a
  * fork() child attaches anew and overwrites the entry of the same address) */
@@ -78,6 +76,7 @@ static uint8_t local_slot(const struct named_hdr *h)
 void named_lock(struct named_hdr *h)
 {
 	int err = pthread_mutex_lock(&h->lock);
+	struct named_tls *t;
 
 	if (unlikely(err == EOWNERDEAD)) {
 		struct shheap *old = meta_heap_swap(&h->heap);
@@ -90,9 +89,11 @@ void named_lock(struct named_hdr *h)
 		hkv_log(HKV_LOG_ERR, "named pool %s: lock unusable: %s", h->name, strerror(err));
 		abort();
 	}
-	if (hold.depth++ == 0) {
-		hold.heap = meta_heap_swap(&h->heap);
-		named_owner = local_slot(h);
+	t = &named_tls;		/* one lookup */
+	if (t->depth++ == 0) {
+		t->before = t->heap;
+		t->heap = &h->heap;
+		t->owner = local_slot(h);
 	}
 }
 
@@ -102,8 +103,10 @@ void named_lock(struct named_hdr *h)
  */
 void named_unlock(struct named_hdr *h)
 {
-	if (--hold.depth == 0)
-		meta_heap_swap(hold.heap);
+	struct named_tls *t = &named_tls;
+
+	if (--t->depth == 0)
+		t->heap = t->before;
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -117,10 +120,8 @@ void named_unlock(struct named_hdr *h)
  */
 void named_cb_enter(struct named_tls *save)
 {
-	*save = hold;
-	save->routed = meta_heap_swap(NULL);
-	hold.depth = 0;
-	hold.heap = NULL;
+	*save = named_tls;
+	named_tls = (struct named_tls){ 0 };
 }
 
 /**
@@ -129,8 +130,7 @@ void named_cb_enter(struct named_tls *save)
  */
 void named_cb_leave(const struct named_tls *save)
 {
-	hold = *save;
-	meta_heap_swap(save->routed);
+	named_tls = *save;
 }
 
 /**
