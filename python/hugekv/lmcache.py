@@ -8,8 +8,8 @@ PagedTensorMemoryAllocator and the callers that build it
 LMCache's paged allocator hands out one fixed-size chunk (page) per memory
 object from a preallocated buffer. This one keeps its surface (allocate
 and all-or-nothing batched_allocate returning None when short, free and
-batched_free ignoring objects already freed, memcheck, close) and its
-constructor in both spellings LMCache's callers use,
+batched_free skipping invalid objects, as LMCache's do, memcheck, close)
+and its constructor in both spellings LMCache's callers use,
 ``PagedTensorMemoryAllocator(tensor=..., shapes=..., dtypes=..., fmt=...)``
 and ``PagedTensorMemoryAllocator(tensor=..., shape=..., dtype=..., fmt=...)``
 (a single torch.Size and dtype), where ``tensor`` is one of:

@@ -168,7 +168,9 @@ class SGLangTokenAllocator:
 class LMCachePagedAllocator:
     """PagedTensorMemoryAllocator: the buffer split into chunks of
     align_bytes, a deque of free chunks, None when short, batched_allocate
-    all or nothing, frees of invalid objects ignored."""
+    all or nothing, frees of invalid objects ignored. One deliberate
+    difference: LMCache leaves a freed object valid (a second free would
+    queue its chunk twice); here, as in the adapter, free invalidates it."""
 
     class Obj:
         def __init__(self, page):
