@@ -809,6 +809,17 @@ typedef void (*hkv_log_fn)(void *ctx, int level, const char *msg);
  */
 HKV_API void hkv_set_log_fn(hkv_log_fn fn, void *ctx);
 
+/**
+ * hkv_log_message() - log a message of a library built on this one
+ * @level: 0 error, 1 warning, 2 info, 3 debug
+ * @msg: one line, no newline (it goes out as it is)
+ *
+ * Delivered as the library's own messages are: to the hkv_set_log_fn()
+ * callback, else to stderr filtered by HUGEKV_LOG. libhugekv-xfer logs
+ * through it.
+ */
+HKV_API void hkv_log_message(int level, const char *msg);
+
 /* ---- named pools: one pool for many processes, across restarts ------- */
 
 /* hkv_pool_unlink_flags(): remove the files even while processes are attached */
