@@ -6,7 +6,7 @@
 # build elsewhere. Parts of the build that belong to one concern live in
 # mk/*.mk (BPF, docs, tools with extra libraries).
 
-VERSION		:= 0.2.0
+VERSION		:= 0.3.0
 SOVERSION	:= 0
 PREFIX		?= /usr/local
 LIBDIR		?= $(PREFIX)/lib

@@ -51,8 +51,8 @@ static int check_caller(const struct hkv_pool_opts *o)
 		return -EINVAL;
 	if (lane_pages_max(o->npages, o->nlanes) > XI_MAX_PAGES)
 		return -E2BIG;
-	if (o->name)
-		return -EOPNOTSUPP;	/* named pools: not in this build */
+	if (o->name && !named_name_ok(o->name))
+		return -EINVAL;
 	return 0;
 }
 

@@ -23,7 +23,7 @@ PY_ENV		= HUGEKV_LIBRARY=$(abspath $(BUILD))/libhugekv.so HUGEKV_LOG=error \
 check-python: $(BUILD)/libhugekv.so
 	$(Q)$(PY_ENV) HKV_TEST_BUILD=$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 	$(Q)$(PY_ENV) $(PYTHON) python/examples/hicache.py --check
-	$(Q)for ex in sglang_host lmcache_paged vllm_offload; do \
+	$(Q)for ex in sglang_host lmcache_paged vllm_offload warm_restart multi_rank; do \
 		$(PY_ENV) $(PYTHON) python/examples/$$ex.py --check || exit 1; done
 
 CHECK_EXTRA	+= check-python

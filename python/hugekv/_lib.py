@@ -38,6 +38,8 @@ UNIT_FREE = 1 << 0
 PRINT_JSON = 1 << 0
 REGION_THP, REGION_FALLBACK, REGION_MISPLACED = 1 << 0, 1 << 1, 1 << 2
 STATS_LANES, STATS_REGIONS, UFI_SIZES = 64, 16, 4
+UNLINK_FORCE = 1 << 0
+NAME_MAX, NAMED_SLOTS = 63, 64
 
 # the spelling of HUGEKV_BACKING, and "none" for index-only pools
 BACKINGS = {"auto": BACKING_AUTO, "1g": BACKING_HUGE_1G, "2m": BACKING_HUGE_2M,
@@ -100,6 +102,16 @@ class Stats(ctypes.Structure):
                 ("deferred_frees", c_u64), ("deferred_free_errors", c_u64)]
 
 
+class NamedInfo(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("name", ctypes.c_char * (NAME_MAX + 1)),
+                ("npages", c_u64), ("page_bytes", c_u64), ("nlanes", c_uint),
+                ("backing", c_int), ("hugepage_bytes", c_u64), ("meta_bytes", c_u64),
+                ("layout_version", c_uint), ("nattached", c_uint),
+                ("pids", c_int * NAMED_SLOTS),
+                ("recoveries", c_u64), ("reclaimed_pages", c_u64), ("dropped_pins", c_u64),
+                ("dead_slots", c_u64), ("created_ns", c_u64)]
+
+
 EVICT_FN = ctypes.CFUNCTYPE(None, c_void_p, c_u64, ctypes.POINTER(Extent), c_uint)
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, ctypes.c_char_p)
 
@@ -130,6 +142,14 @@ _PROTOS = {
                                ctypes.POINTER(c_u64)]),
     "hkv_strerror": (ctypes.c_char_p, [c_int]),
     "hkv_set_log_fn": (None, [LOG_FN, c_void_p]),
+    # named pools
+    "hkv_pool_attach": (c_int, [ctypes.c_char_p, c_uint, ctypes.POINTER(c_void_p)]),
+    "hkv_pool_unlink_flags": (c_int, [ctypes.c_char_p, c_uint]),
+    "hkv_pool_info": (c_int, [_P, ctypes.POINTER(NamedInfo)]),
+    "hkv_unit_list": (ctypes.c_int64, [_P, c_void_p, c_u64]),
+    "hkv_unit_extents": (c_int, [_P, c_u64, c_void_p, c_uint]),
+    "hkv_unit_seal": (c_int, [_P, c_u64]),
+    "hkv_unit_verify": (c_int, [_P, c_u64]),
 }
 
 
