@@ -6,7 +6,7 @@
 # build elsewhere. Parts of the build that belong to one concern live in
 # mk/*.mk (BPF, docs, tools with extra libraries).
 
-VERSION		:= 0.1.0
+VERSION		:= 0.3.0
 SOVERSION	:= 0
 PREFIX		?= /usr/local
 LIBDIR		?= $(PREFIX)/lib
@@ -78,7 +78,7 @@ $(BUILD)/lib/%.o: lib/%.c include/hugekv.h $(wildcard lib/*.h) | $(BUILD)/lib
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) -c $< -o $@
 
-$(BUILD)/lib $(BUILD)/tests:
+$(BUILD) $(BUILD)/lib $(BUILD)/tests:
 	$(Q)mkdir -p $@
 
 $(SHLIB): $(LIB_OBJS) lib/libhugekv.map
@@ -106,10 +106,14 @@ define gen_pc
 		'includedir=$(INCLUDEDIR)' '' 'Name: hugekv' \
 		'Description: host KV-cache allocator on NUMA-local hugepage arenas' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lhugekv' \
-		'Libs.private: -lnuma -lpthread -lm' 'Cflags: -I$${includedir}' > $(1)
+		$(PC_NUMA) 'Cflags: -I$${includedir}' > $(1)
 endef
+# libnuma by its own numa.pc where the system has one (Debian's libnuma-dev)
+PC_NUMA		:= $(if $(shell pkg-config --exists numa 2>/dev/null && echo 1), \
+		   'Requires.private: numa' 'Libs.private: -lpthread -lm', \
+		   'Libs.private: -lnuma -lpthread -lm')
 
-$(BUILD)/hugekv.pc: Makefile
+$(BUILD)/hugekv.pc: Makefile | $(BUILD)
 	$(call msg,GEN,$@)
 	$(Q)$(call gen_pc,$@)
 
@@ -134,6 +138,17 @@ $(BUILD)/$(1): $(wildcard tools/$(1)/*.c tools/$(1)/*.h) $(BUILD)/libhugekv.so $
 		$$(TOOL_LIBS_$(1)) $$(LIBS) -o $$@
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+# tools that are scripts (tools/NAME/NAME, no C): copied into $(BUILD) with
+# the version filled in, installed with the others
+TOOL_SCRIPTS	:= $(foreach d,$(wildcard tools/*/),$(if $(wildcard $(d)*.c),,$(notdir $(wildcard $(d)$(notdir $(d:/=))))))
+TOOL_BINS	+= $(TOOL_SCRIPTS:%=$(BUILD)/%)
+define script_rule
+$(BUILD)/$(1): tools/$(1)/$(1) Makefile | $(BUILD)
+	$$(call msg,GEN,$$@)
+	$$(Q)sed 's/@VERSION@/$$(VERSION)/' $$< > $$@.tmp && chmod 0755 $$@.tmp && mv $$@.tmp $$@
+endef
+$(foreach t,$(TOOL_SCRIPTS),$(eval $(call script_rule,$(t))))
 
 tools: $(TOOL_BINS)
 

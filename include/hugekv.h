@@ -53,6 +53,10 @@ extern "C" {
 /* lane argument of hkv_alloc() */
 #define HKV_LANE_ANY		(~0u)
 
+/* most lanes a pool may have (more is -E2BIG): an HKV_LANE_ANY allocation
+ * and eviction look at every lane, so the count bounds their cost */
+#define HKV_POOL_MAX_LANES	65536
+
 /* hkv_alloc() flags */
 #define HKV_ALLOC_CONTIG	(1u << 0)	/* exactly one extent or -ENOMEM */
 #define HKV_ALLOC_EVICT		(1u << 1)	/* run planned eviction first */
@@ -87,7 +91,7 @@ struct hkv_extent {
  * @sz: sizeof(struct hkv_pool_opts)
  * @npages: pages in the pool (> 0)
  * @page_bytes: bytes per KV page; 0 = index-only pool
- * @nlanes: owner lanes, >= 1 (0 means 1)
+ * @nlanes: owner lanes, 1 to HKV_POOL_MAX_LANES (0 means 1)
  * @backing: HKV_BACKING_*; ignored (NONE) for index-only pools
  * @numa_node: node to bind, or -1 = local/any
  * @flags: HKV_POOL_STRICT, HKV_POOL_NO_PREFAULT
@@ -98,8 +102,9 @@ struct hkv_extent {
  *	never cross a chunk boundary. Rounded down to whole pages.
  * @evict_window: victim window among the coldest unpinned units; within
  *	it the unit whose extents border the most free pages is evicted
- *	(0 = default 1 = plain LRU; hkv-bench evict measured no gain in
- *	extents per allocation from a window of 8, only slower runs)
+ *	(0 = default 1 = plain LRU; hkv-bench churn --watermarks measured
+ *	no gain in extents per allocation from a window of 8, only slower
+ *	runs)
  * @name: NULL for a pool private to this process, or the name of a named
  *	pool: its memory and bookkeeping live in files that other processes
  *	attach with hkv_pool_attach() (see "Named pools" in the docs)
@@ -281,8 +286,9 @@ struct hkv_stats {
  * promise whatever they do. HUGEKV_* environment variables override options.
  *
  * Return: 0, or -EINVAL (bad options), -ENOMEM (hugepage shortfall, memory),
- * -EPERM/-EAGAIN (memlock, cgroup), -E2BIG (a lane over 2^32-2 pages).
- * A failed create gives back everything it took.
+ * -EPERM/-EAGAIN (memlock, cgroup), -E2BIG (a lane over 2^32-2 pages, or
+ * more than HKV_POOL_MAX_LANES lanes). A failed create gives back
+ * everything it took.
  */
 HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **out);
 

@@ -150,11 +150,7 @@ static void env_parse(void)
  */
 const struct hkv_env *env_get(void)
 {
-	/* the parse reports bad values; a log callback that calls back into
-	 * the library (env_get() again) must not run inside the once */
-	log_hold();
-	pthread_once(&env_once, env_parse);
-	log_release();
+	log_once(&env_once, env_parse);	/* the parse reports bad values */
 	return &env;
 }
 

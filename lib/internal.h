@@ -134,6 +134,7 @@ int log_level(void);
  * into the pool) */
 void log_hold(void);
 void log_release(void);
+void log_once(pthread_once_t *once, void (*fn)(void));	/* delivers after the once */
 void log_fork_child(void);	/* fork.c: the child's log lock starts free */
 
 /* ---- env.c: HUGEKV_<OPTION> variables, parsed once --------------------- */
@@ -192,7 +193,7 @@ const struct numa_topo_pool *numa_topo_glob(const struct topo *t, uint64_t pgsz)
 uint64_t cgroup_hugetlb_room(uint64_t pgsz);
 
 /* ---- opts.c: the one option check (create and plan) ------------------- */
-#define HKV_MAX_LANES		65536	/* more is -E2BIG */
+#define HKV_MAX_LANES		HKV_POOL_MAX_LANES	/* more is -E2BIG */
 #define HKV_MAX_EVICT_WINDOW	1024
 /* the caller's options checked, defaults and HUGEKV_* applied; 0 or -errno */
 int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
@@ -747,7 +748,7 @@ static inline uint64_t lane_avail(const struct lane *l, bool *queued)
  * the lock free after it takes the lock, runs what is posted and becomes
  * the owner. The lane's lines then stay in one cache instead of moving to
  * each caller in turn, which is what two threads on one lane otherwise pay
- * for (notes/issue-14.md); a posted call is validated and answered exactly
+ * for (hkv-bench lanes); a posted call is validated and answered exactly
  * as if its caller had run it.
  */
 struct lane_call {

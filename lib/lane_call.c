@@ -17,7 +17,7 @@ _Static_assert(offsetof(struct lane, slot) + sizeof(struct lane_slot) <=
 /*
  * Every wait here is counted in pauses, and a pause lasts 10 ns on one CPU
  * and 27 ns on another (an AMD EPYC guest). The counts below were tuned
- * where it lasted 10 ns (notes/issue-14.md); lane_wait_setup() times the
+ * where it lasted 10 ns (hkv-bench lanes); lane_wait_setup() times the
  * pause once per process and scales them to last as long here: unscaled on
  * the 27 ns CPU, a waiting caller looked at its result every 1.3 us instead
  * of every 0.5, and a handoff ran at 0.47-0.53x one thread instead of 0.74x.
@@ -88,7 +88,7 @@ void lane_wait_setup(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, wait_calibrate);
+	log_once(&once, wait_calibrate);	/* it logs the counts */
 }
 
 /**
@@ -199,7 +199,7 @@ void lane_wake(struct lane *l)
  * result's line back from the holder, whose next write to it then waits for
  * the line to return. Looking at every pause, two threads on one lane got 0.71x one
  * thread's throughput and a handoff 0.52x; every 48, 0.86x and 0.55x
- * (hkv-bench lanes, notes/issue-14.md; longer gaps favour the first and
+ * (hkv-bench lanes; longer gaps favour the first and
  * cost the second).
  * A caller that is not the owner waits LANE_GRACE pauses for the owner to
  * run its call before it tries the lock itself, then tries it at every

@@ -161,6 +161,22 @@ void log_release(void)
 }
 
 /**
+ * log_once() - pthread_once() for a setup that logs
+ * @once: the once
+ * @fn: the setup
+ *
+ * The setup's messages are delivered after it finishes: a log callback that
+ * calls into the library inside the setup would reach the same once and
+ * wait for itself forever.
+ */
+void log_once(pthread_once_t *once, void (*fn)(void))
+{
+	log_hold();
+	pthread_once(once, fn);
+	log_release();
+}
+
+/**
  * log_fork_child() - in a fork() child: the lock may have been held by a
  * thread the child does not have
  */
@@ -186,7 +202,7 @@ HKV_API const char *hkv_strerror(int err)
 	case EEXIST: return "a unit with this id already exists";
 	case ENOENT: return "no unit with this id";
 	case EUCLEAN: return "allocator invariant broken (hkv_check)";
-	case E2BIG: return "too large: a lane may hold at most 2^32-2 pages";
+	case E2BIG: return "too large: a lane may hold at most 2^32-2 pages, a pool at most 65536 lanes";
 	case EPERM: return "not permitted (locked-memory limit RLIMIT_MEMLOCK, or privileges)";
 	case EAGAIN: return "temporarily unavailable (hugepage reservation or cgroup hugetlb limit)";
 	case EOVERFLOW: return "counter overflow (too many pins)";

@@ -8,8 +8,7 @@
  * (HKV_PROBE_ON), which a tracer increments when it attaches. Invoke the
  * hkv_probe_<name>() macros from .c files only, so each probe site exists
  * once; a call whose argument count differs from the list does not
- * compile. Building with -DHKV_NO_PROBES compiles every probe out (the
- * baseline of hkv-bench trace). A library defines the semaphores of its
+ * compile. Building with -DHKV_NO_PROBES compiles every probe out. A library defines the semaphores of its
  * probes once, with HKV_PROBE_SEMAPHORES(CORE) or (XFER).
  */
 #ifndef HKV_TRACE_H
@@ -65,7 +64,7 @@ HKV_PROBE_LIST(HKV_SEMA_DECLARE_)
 	STAP_PROBEV(hugekv, name, __VA_ARGS__); \
 } while (0)
 
-#else /* HKV_NO_PROBES: the baseline copy hkv-bench trace compares against */
+#else /* HKV_NO_PROBES: a build without probes */
 
 #define HKV_PROBE_ON(name)	0
 #define HKV_PROBE_VOID_(i, x)	(void)(x);

@@ -2,8 +2,8 @@
 #
 # bpf.mk - live tracing: the CO-RE BPF object (bpf/hugekv_trace.bpf.c) and
 # its libbpf skeleton for hkv-trace's loader (tools/hkv-trace/hugekv_trace.c),
-# a copy of the library with the probes compiled out (the baseline of
-# `hkv-bench trace`), the tracing workload, a transfer-probe fixture and
+# a copy of the library with the probes compiled out (check-trace tests
+# that it has none), the tracing workload, a transfer-probe fixture and
 # `check-trace`.
 
 CLANG		?= clang
@@ -35,7 +35,7 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 TOOL_DEPS_hkv-trace := $(BUILD)/bpf/hugekv_trace.skel.h bpf/hugekv_trace.h bpf/hugekv_probes.h
 TOOL_LIBS_hkv-trace := -lbpf -lelf -lz
 
-# the library again with -DHKV_NO_PROBES, for hkv-bench trace (dlopen)
+# the library again with -DHKV_NO_PROBES: built by check-trace only
 NOPROBES_OBJS	:= $(LIB_SRCS:%.c=$(BUILD)/noprobes/%.o)
 NOPROBES_LIB	:= $(BUILD)/noprobes/libhugekv.so
 
@@ -49,8 +49,6 @@ $(NOPROBES_LIB): $(NOPROBES_OBJS) lib/libhugekv.map
 	$(Q)$(CC) -shared $(HKV_LDFLAGS) -Wl,-soname,libhugekv-noprobes.so \
 		-Wl,--version-script=lib/libhugekv.map -Wl,-z,defs \
 		$(NOPROBES_OBJS) $(LIBS) -o $@
-
-TOOL_DEPS_hkv-bench += $(NOPROBES_LIB)
 
 # a process of known operation counts, linked to $(BUILD)/libhugekv.so
 TRACE_WORKLOAD	:= $(BUILD)/tests/trace-workload

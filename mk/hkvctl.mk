@@ -2,8 +2,9 @@
 #
 # hkvctl.mk - the operator side: hkvctl links libhugetlbfs (page sizes,
 # hugetlbfs mounts; the library itself does not), a small process that
-# holds a pool for `hkvctl verify`, `check-ops` (hkvctl and the scripts),
-# and the installation of the scripts and man pages.
+# holds a pool for `hkvctl verify`, `check-ops` (hkvctl, the script tools
+# hkv-numa-tune and hkv-hugepages-setup) and the installation of the man
+# pages.
 
 TOOL_LIBS_hkvctl := -lhugetlbfs
 
@@ -27,16 +28,13 @@ $(BUILD)/man/hkv-bench.1: $(BUILD)/hkv-bench
 .PHONY: check-ops install-man
 # hkvctl and the scripts against this machine (root-only parts say when
 # they are skipped)
-check-ops: $(BUILD)/hkvctl $(OPS_HOLDER) $(if $(filter hkv-bench,$(TOOLS)),$(BUILD)/hkv-bench) \
+check-ops: $(BUILD)/hkvctl $(TOOL_SCRIPTS:%=$(BUILD)/%) $(OPS_HOLDER) $(if $(filter hkv-bench,$(TOOLS)),$(BUILD)/hkv-bench) \
 	   $(GEN_MANS) $(MAN_WRITTEN)
 	$(Q)tests/ops/run --build $(BUILD)
 
 CHECK_EXTRA	+= check-ops
 
 install:: install-man
-	install -d $(DESTDIR)$(BINDIR)
-	install -m 0755 scripts/numa-tune $(DESTDIR)$(BINDIR)/hkv-numa-tune
-	install -m 0755 scripts/hugepages-setup $(DESTDIR)$(BINDIR)/hkv-hugepages-setup
 
 install-man: $(GEN_MANS) $(MAN_WRITTEN)
 	install -d $(DESTDIR)$(MANDIR)/man1

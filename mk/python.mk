@@ -21,9 +21,6 @@ PY_ENV		= HUGEKV_LIBRARY=$(abspath $(BUILD))/libhugekv.so HUGEKV_LOG=error \
 .PHONY: check-python install-python uninstall-python bench-python
 
 check-python: $(BUILD)/libhugekv.so
-	$(Q)grep -qx '__version__ = "$(VERSION)"' python/hugekv/__init__.py || \
-		{ echo "check-python: python/hugekv/__init__.py's __version__ is not the" \
-		       "Makefile's VERSION $(VERSION)" >&2; exit 1; }
 	$(Q)$(PY_ENV) HKV_TEST_BUILD=$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 	$(Q)$(PY_ENV) $(PYTHON) python/examples/hicache.py --check
 	$(Q)for ex in sglang_host lmcache_paged vllm_offload warm_restart multi_rank; do \

@@ -53,7 +53,7 @@ define gen_xfer_pc
 		'Libs: -L$${libdir} -lhugekv-xfer' 'Cflags: -I$${includedir}' > $(1)
 endef
 
-$(BUILD)/hugekv-xfer.pc: mk/xfer.mk
+$(BUILD)/hugekv-xfer.pc: mk/xfer.mk | $(BUILD)
 	$(call msg,GEN,$@)
 	$(Q)$(call gen_xfer_pc,$@)
 

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "hkv_test_mem.h"
+#include "hkv_test_pool.h"
 
 #define MB		(1ull << 20)
 #define HP		(2 * MB)
@@ -35,14 +36,6 @@ static struct hkv_pool_opts opts(uint64_t npages, uint64_t page_bytes, int backi
 	return (struct hkv_pool_opts){ .sz = sizeof(struct hkv_pool_opts), .npages = npages,
 				       .page_bytes = page_bytes, .backing = backing,
 				       .numa_node = -1, .flags = flags };
-}
-
-static struct hkv_stats stats(const struct hkv_pool *p)
-{
-	struct hkv_stats st = { .sz = sizeof(st) };
-
-	assert_int_equal(hkv_stats(p, &st), 0);
-	return st;
 }
 
 /*
@@ -120,7 +113,7 @@ static void t_huge_2m(void **state)
 	for (off = 0; off < r[0].bytes; off += HP)
 		assert_int_equal(tm_node_of((char *)r[0].base + off), 0);
 	tm_check_pages(p, npages, KV_PAGE);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.backing, HKV_BACKING_HUGE_2M);
 	assert_int_equal(st.backing_wanted, HKV_BACKING_HUGE_2M);
 	assert_int_equal(st.flags & HKV_POOL_STRICT, HKV_POOL_STRICT);
@@ -152,7 +145,7 @@ static void t_round_up(void **state)
 	(void)state;
 	tm_require_hugepages(arena / HP);
 	p = create_counted(&o, arena / HP);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.arena_bytes, arena);
 	assert_int_equal(st.arena_round_up_bytes, arena - npages * pb);
 	assert_true(st.arena_round_up_bytes > 0);
@@ -229,7 +222,7 @@ static void t_auto_lands_2m(void **state)
 	assert_int_equal(r.hugepage_bytes, HP);
 	assert_int_equal(r.flags, HKV_REGION_FALLBACK);
 	assert_int_equal(r.node, 0);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.backing, HKV_BACKING_HUGE_2M);
 	assert_int_equal(st.backing_wanted, HKV_BACKING_AUTO);
 	assert_int_equal(st.fallbacks, 1);
@@ -269,7 +262,7 @@ static void t_small_auto(void **state)
 	assert_int_equal(r.hugepage_bytes, HP);
 	assert_int_equal(r.bytes, 16 * MB);
 	assert_int_equal(r.flags, HKV_REGION_ROUND_UP);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.fallbacks, 0);
 	assert_int_equal(st.arena_round_up_bytes, 0);
 	assert_int_equal(st.region[0].flags, HKV_REGION_ROUND_UP);
@@ -321,7 +314,7 @@ static void t_no_prefault(void **state)
 	assert_int_equal(tm_meminfo("HugePages_Rsvd") - rs, 32);
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.node, -1);
-	assert_int_equal(stats(p).prefault_ns, 0);
+	assert_int_equal(tp_stats(p).prefault_ns, 0);
 	tm_check_pages(p, 1024, KV_PAGE);	/* reserved: touching cannot SIGBUS */
 	assert_int_equal(tm_meminfo("HugePages_Rsvd"), rs);
 	destroy_counted(p, 32);
@@ -338,7 +331,7 @@ static void small_pool(int backing, unsigned want_flags)
 	assert_int_equal(r.hugepage_bytes, 4096);
 	assert_int_equal(r.flags, want_flags);
 	assert_int_equal(r.node, 0);
-	assert_int_equal(stats(p).backing, backing);
+	assert_int_equal(tp_stats(p).backing, backing);
 	tm_check_pages(p, 256, KV_PAGE);
 	hkv_pool_destroy(p);
 }
@@ -382,7 +375,7 @@ static void t_plan_matches(void **state)
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.hugepage_bytes, pl.node[0].hugepage_bytes);
 	assert_int_equal(r.bytes, pl.node[0].bytes);
-	assert_int_equal(stats(p).backing, pl.backing);
+	assert_int_equal(tp_stats(p).backing, pl.backing);
 	destroy_counted(p, 64);
 }
 
@@ -464,7 +457,7 @@ static void t_env(void **state)
 	assert_int_equal(pl.prefault_threads, 1);
 	assert_int_equal(pl.numa_node, 0);
 	assert_int_equal(hkv_pool_create(&o, &p), 0);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.backing_wanted, HKV_BACKING_SMALL);
 	assert_int_equal(st.backing, HKV_BACKING_SMALL);
 	assert_int_equal(st.flags & HKV_POOL_STRICT, 0);

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "hkv_test_mem.h"
+#include "hkv_test_pool.h"
 
 #define HP		(2ull << 20)
 #define KV_PAGE		(64 * 1024ull)
@@ -106,14 +107,6 @@ static struct hkv_pool *expect_ok(struct tm_fault f, int backing, unsigned flags
 	return p;
 }
 
-static struct hkv_stats stats(const struct hkv_pool *p)
-{
-	struct hkv_stats st = { .sz = sizeof(st) };
-
-	assert_int_equal(hkv_stats(p, &st), 0);
-	return st;
-}
-
 static int setup(void **state)
 {
 	struct hkv_pool_opts o = opts(HKV_BACKING_HUGE_2M, 0);
@@ -148,9 +141,9 @@ static void t_hugetlb_mmap(void **state)
 	p = expect_ok(f, HKV_BACKING_HUGE_2M, 0, &lg, &r);
 	assert_int_equal(r.hugepage_bytes, 4096);
 	assert_true(r.flags & HKV_REGION_FALLBACK);
-	assert_int_equal(stats(p).region[0].fallback_errno, -ENOMEM);
-	assert_int_equal(stats(p).region[0].wanted_bytes, HP);
-	assert_int_equal(stats(p).fallbacks, 1);
+	assert_int_equal(tp_stats(p).region[0].fallback_errno, -ENOMEM);
+	assert_int_equal(tp_stats(p).region[0].wanted_bytes, HP);
+	assert_int_equal(tp_stats(p).fallbacks, 1);
 	assert_true(tm_log_has(&lg, "2m backing"));
 	hkv_pool_destroy(p);
 }
@@ -167,7 +160,7 @@ static void t_mbind(void **state)
 	p = expect_ok(f, HKV_BACKING_HUGE_2M, 0, &lg, &r);
 	assert_int_equal(r.hugepage_bytes, HP);		/* kept, but unbound */
 	assert_int_equal(r.flags, HKV_REGION_FALLBACK);
-	assert_int_equal(stats(p).region[0].fallback_errno, -EIO);
+	assert_int_equal(tp_stats(p).region[0].fallback_errno, -EIO);
 	assert_true(tm_log_has(&lg, "mbind failed"));
 	hkv_pool_destroy(p);
 }
@@ -198,7 +191,7 @@ static void t_madv_hugepage(void **state)
 	expect_fail(f, HKV_BACKING_THP, HKV_POOL_STRICT, -EINVAL);
 	p = expect_ok(f, HKV_BACKING_THP, 0, &lg, &r);
 	assert_int_equal(r.flags, HKV_REGION_FALLBACK);	/* 4 KiB, no THP flag */
-	assert_int_equal(stats(p).backing, HKV_BACKING_SMALL);
+	assert_int_equal(tp_stats(p).backing, HKV_BACKING_SMALL);
 	assert_true(tm_log_has(&lg, "thp backing"));
 	hkv_pool_destroy(p);
 }
@@ -234,7 +227,7 @@ static void t_populate_error(void **state)
 	/* the failed 2 MiB segment gave its pages back, THP took over */
 	assert_int_equal(tm_meminfo("HugePages_Free"), fr);
 	assert_int_equal(r.flags, HKV_REGION_FALLBACK | HKV_REGION_THP);
-	assert_int_equal(stats(p).backing, HKV_BACKING_THP);
+	assert_int_equal(tp_stats(p).backing, HKV_BACKING_THP);
 	hkv_pool_destroy(p);
 }
 
@@ -300,11 +293,11 @@ static void t_threads(void **state)
 	(void)state;
 	p = expect_ok(all, HKV_BACKING_HUGE_2M, HKV_POOL_STRICT, &lg, &r);
 	assert_int_equal(r.flags, 0);
-	assert_int_equal(stats(p).prefault_threads, 1);
+	assert_int_equal(tp_stats(p).prefault_threads, 1);
 	assert_true(tm_log_has(&lg, "2 of 2 prefault threads could not start"));
 	hkv_pool_destroy(p);
 	p = expect_ok(one, HKV_BACKING_HUGE_2M, HKV_POOL_STRICT, &lg, &r);
-	assert_int_equal(stats(p).prefault_threads, 1);
+	assert_int_equal(tp_stats(p).prefault_threads, 1);
 	assert_true(tm_log_has(&lg, "1 of 2 prefault threads"));
 	hkv_pool_destroy(p);
 }

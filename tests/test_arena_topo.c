@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "hkv_test_mem.h"
+#include "hkv_test_pool.h"
 
 #define MB		(1ull << 20)
 #define HP		(2 * MB)
@@ -288,14 +289,6 @@ static struct hkv_pool_opts opts(uint64_t npages, int backing, unsigned flags)
 				       .numa_node = -1, .flags = flags };
 }
 
-static struct hkv_stats stats(const struct hkv_pool *p)
-{
-	struct hkv_stats st = { .sz = sizeof(st) };
-
-	assert_int_equal(hkv_stats(p, &st), 0);
-	return st;
-}
-
 /* ---- 1 GiB ---- */
 
 #define NEAR_1G		(15 * 1024)	/* 960 MiB of 64 KiB pages: 1/16 round-up */
@@ -329,7 +322,7 @@ static void t_1g_path(void **state)
 	assert_int_equal(r.bytes, GB);
 	assert_int_equal(r.npages, NEAR_1G);
 	assert_int_equal((uintptr_t)r.base % GB, 0);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.backing, HKV_BACKING_HUGE_1G);
 	assert_int_equal(st.arena_round_up_bytes, GB - NEAR_1G * KV_PAGE);
 	assert_int_equal(st.fallbacks, 0);
@@ -358,7 +351,7 @@ static void t_1g_mmap_fails(void **state)
 	assert_int_equal(r.hugepage_bytes, HP);
 	assert_int_equal(r.flags, HKV_REGION_FALLBACK);
 	assert_int_equal(r.bytes, GB);		/* still rounded to the 1 GiB plan */
-	assert_int_equal(stats(p).region[0].fallback_errno, -EINVAL);
+	assert_int_equal(tp_stats(p).region[0].fallback_errno, -EINVAL);
 	assert_true(tm_log_has(&lg, "1g backing"));
 	tm_check_pages(p, NEAR_1G, KV_PAGE);
 	hkv_pool_destroy(p);
@@ -408,7 +401,7 @@ static void t_1g_mixed(void **state)
 		assert_int_equal(r[i].hugepage_bytes, pl.part[i].hugepage_bytes);
 		assert_int_equal(r[i].bytes, pl.part[i].bytes);
 	}
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.nregions, 2);
 	assert_int_equal(st.region[1].wanted_bytes, HP);
 	assert_int_equal(st.region[1].fallback_errno, 0);
@@ -440,8 +433,8 @@ static void t_1g_small_auto(void **state)
 	assert_int_equal(r.hugepage_bytes, HP);
 	assert_int_equal(r.bytes, 16 * MB);
 	assert_int_equal(r.flags, HKV_REGION_ROUND_UP);
-	assert_int_equal(stats(p).fallbacks, 0);
-	assert_int_equal(stats(p).arena_round_up_bytes, 0);
+	assert_int_equal(tp_stats(p).fallbacks, 0);
+	assert_int_equal(tp_stats(p).arena_round_up_bytes, 0);
 	tm_check_pages(p, 256, KV_PAGE);
 	hkv_pool_destroy(p);
 }
@@ -513,7 +506,7 @@ static void t_two_nodes(void **state)
 	assert_int_equal(lane1.start, r[1].first_page);	/* lane i is node i */
 	assert_int_equal(fk.mbind_nodes, 3);		/* bound to node 0 and node 1 */
 	assert_int_equal(fk.cpus_pinned, 3);		/* threads on CPU 0 and CPU 1 */
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.nregions, 2);
 	assert_int_equal(st.region[1].node, 1);
 	assert_int_equal(st.misplaced_pages, 0);
@@ -538,7 +531,7 @@ static void t_two_nodes_parallel(void **state)
 	p = two_nodes(HKV_POOL_STRICT, 0);
 	slow = false;
 	assert_int_equal(max_inflight, 2);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_true(st.region[0].prefault_ns >= 200000000ull);
 	assert_true(st.region[1].prefault_ns >= 200000000ull);
 	/* the pool's prefault time is the wall time, not the sum */
@@ -566,8 +559,8 @@ static void t_two_nodes_misplaced(void **state)
 	assert_int_equal(r[0].flags, 0);
 	assert_int_equal(r[1].flags, HKV_REGION_MISPLACED);
 	assert_int_equal(r[1].node, 0);			/* where it really is */
-	assert_int_equal(stats(p).misplaced_pages, 16);
-	assert_int_equal(stats(p).region[1].misplaced_pages, 16);
+	assert_int_equal(tp_stats(p).misplaced_pages, 16);
+	assert_int_equal(tp_stats(p).region[1].misplaced_pages, 16);
 	hkv_pool_destroy(p);
 }
 
@@ -596,7 +589,7 @@ static void t_two_nodes_short(void **state)
 	assert_int_equal(r[1].hugepage_bytes, 4096);
 	assert_int_equal(r[1].flags, HKV_REGION_THP | HKV_REGION_FALLBACK);
 	assert_int_equal(r[1].node, 1);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.backing, HKV_BACKING_THP);	/* the worst region */
 	assert_int_equal(st.fallbacks, 1);
 	assert_int_equal(st.region[1].fallback_errno, -ENOMEM);

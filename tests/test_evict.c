@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "hugekv.h"
+#include "hkv_test_pool.h"
 
 struct pool_cfg {
 	uint64_t npages;
@@ -26,18 +27,8 @@ static struct hkv_pool *mkpool(struct pool_cfg c)
 	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = c.npages, .nlanes = c.nlanes,
 				   .evict_window = c.window, .free_room_low = c.low,
 				   .free_room_high = c.high };
-	struct hkv_pool *p = NULL;
 
-	assert_int_equal(hkv_pool_create(&o, &p), 0);
-	return p;
-}
-
-static struct hkv_stats stats(struct hkv_pool *p)
-{
-	struct hkv_stats st = { .sz = sizeof(st) };
-
-	assert_int_equal(hkv_stats(p, &st), 0);
-	return st;
+	return tp_pool(&o);
 }
 
 /* a unit of @n contiguous pages from @lane under id @id; returns its start */
@@ -81,7 +72,7 @@ static void test_evict_target(void **state)
 		unit(p, 100 + i, 10, 0);
 	assert_int_equal(hkv_evict(NULL, 10), -EINVAL);
 	assert_int_equal(hkv_evict(p, 0), 0);		/* already there: no run */
-	assert_int_equal(stats(p).eviction_runs, 0);
+	assert_int_equal(tp_stats(p).eviction_runs, 0);
 	assert_int_equal(hkv_evict(p, 25), 30);		/* 25 <= 30 < 25 + 10 */
 	assert_int_equal(hkv_available(p), 30);
 	assert_int_equal(lg.n, 3);
@@ -90,7 +81,7 @@ static void test_evict_target(void **state)
 		assert_int_equal(lg.pages[i], 10);
 	}
 	assert_int_equal(hkv_unit_touch(p, 100), -ENOENT);	/* gone */
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.evictions, 3);
 	assert_int_equal(st.evicted_pages, 30);
 	assert_int_equal(st.eviction_runs, 1);
@@ -156,7 +147,7 @@ static void test_watermarks(void **state)
 	/* without HKV_ALLOC_EVICT nothing is evicted */
 	assert_int_equal(hkv_alloc(p, 10, 0, 0, &e, 1), 1);
 	assert_int_equal(hkv_free(p, &e, 1), 0);
-	assert_int_equal(stats(p).eviction_runs, 0);
+	assert_int_equal(tp_stats(p).eviction_runs, 0);
 	/* 100 - 10 < 100: evict to >= 200 free after the request */
 	assert_int_equal(hkv_alloc(p, 10, 0, HKV_ALLOC_EVICT, &e, 1), 1);
 	before = hkv_available(p) + 10;
@@ -164,12 +155,12 @@ static void test_watermarks(void **state)
 	assert_int_equal(lg.n, 11);
 	assert_int_equal(lg.id[0], 0);
 	assert_int_equal(lg.id[10], 10);
-	assert_int_equal(stats(p).eviction_runs, 1);
+	assert_int_equal(tp_stats(p).eviction_runs, 1);
 	/* the next 10 allocations stay above low: no run */
 	for (unsigned i = 0; i < 10; i++)
 		assert_int_equal(hkv_alloc(p, 10, 0, HKV_ALLOC_EVICT, &e, 1), 1);
-	assert_int_equal(stats(p).eviction_runs, 1);
-	assert_int_equal(stats(p).evict_failures, 0);
+	assert_int_equal(tp_stats(p).eviction_runs, 1);
+	assert_int_equal(tp_stats(p).evict_failures, 0);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 }
@@ -187,8 +178,8 @@ static uint64_t runs_for(double low, double high)
 		assert_int_equal(hkv_alloc(p, 10, 0, HKV_ALLOC_EVICT, &e, 1), 1);
 		assert_int_equal(hkv_unit_add(p, id++, &e, 1), 0);
 	}
-	runs = stats(p).eviction_runs;
-	assert_int_equal(stats(p).evict_failures, 0);
+	runs = tp_stats(p).eviction_runs;
+	assert_int_equal(tp_stats(p).evict_failures, 0);
 	hkv_pool_destroy(p);
 	return runs;
 }
@@ -216,15 +207,15 @@ static void test_lane_watermark(void **state)
 	hkv_set_evict_fn(p, log_fn, &lg);
 	for (unsigned i = 0; i < 10; i++)	/* the coldest units live in lane 1 */
 		unit(p, 1000 + i, 10, 1);
-	while (stats(p).lane_free_pages[0] > 0)
+	while (tp_stats(p).lane_free_pages[0] > 0)
 		unit(p, id++, 10, 0);
 	/* pool: 400 free of 1000, fine; lane 0: 0 free of 500, below 50 */
 	assert_int_equal(hkv_alloc(p, 10, 0, HKV_ALLOC_EVICT, &e, 1), 1);
 	assert_int_equal(lg.n, 11);	/* lane 0 to >= 10 + 100 free */
 	for (unsigned i = 0; i < lg.n; i++)
 		assert_true(lg.id[i] < 1000);
-	assert_int_equal(stats(p).lane_free_pages[0], 100);
-	assert_int_equal(stats(p).lane_free_pages[1], 400);
+	assert_int_equal(tp_stats(p).lane_free_pages[0], 100);
+	assert_int_equal(tp_stats(p).lane_free_pages[1], 400);
 	/* HKV_LANE_ANY looks at the pool only: 500 free is plenty */
 	assert_int_equal(hkv_alloc(p, 10, HKV_LANE_ANY, HKV_ALLOC_EVICT, &e, 1), 1);
 	assert_int_equal(lg.n, 11);
@@ -243,13 +234,13 @@ static void test_evict_for_request(void **state)
 	fill(p, &id, 0, 0);
 	assert_int_equal(hkv_alloc(p, 15, 0, 0, e, 4), -ENOMEM);
 	assert_int_equal(hkv_alloc(p, 15, 0, HKV_ALLOC_EVICT, e, 4), 1);
-	assert_int_equal(stats(p).evictions, 2);
+	assert_int_equal(tp_stats(p).evictions, 2);
 	assert_int_equal(hkv_available(p), 5);
 	/* nothing evictable: the allocation fails and it is counted */
 	for (uint64_t i = 2; i < 10; i++)
 		assert_int_equal(hkv_unit_pin(p, i), 0);
 	assert_int_equal(hkv_alloc(p, 10, 0, HKV_ALLOC_EVICT, e, 4), -ENOMEM);
-	assert_int_equal(stats(p).evict_failures, 1);
+	assert_int_equal(tp_stats(p).evict_failures, 1);
 	assert_int_equal(hkv_available(p), 5);
 	hkv_pool_destroy(p);
 }
@@ -288,7 +279,7 @@ static void test_any_lane(void **state)
 	assert_int_equal(lg.n, 6);
 	assert_int_equal(lg.id[4], 4);
 	assert_int_equal(lg.id[5], 6);
-	assert_int_equal(stats(p).evict_failures, 0);
+	assert_int_equal(tp_stats(p).evict_failures, 0);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 }
@@ -343,7 +334,7 @@ static void test_never_fits(void **state)
 	assert_int_equal(hkv_alloc(p, UINT64_MAX, 0, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
 	assert_int_equal(hkv_alloc_lanes(p, over_lane, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
 	assert_int_equal(lg.n, 0);
-	assert_int_equal(stats(p).units, 20);
+	assert_int_equal(tp_stats(p).units, 20);
 	/* lane 1's units pinned: evicting lane 0 cannot help lane 1 */
 	for (uint64_t i = 10; i < 20; i++)
 		assert_int_equal(hkv_unit_pin(p, i), 0);
@@ -351,8 +342,8 @@ static void test_never_fits(void **state)
 	assert_int_equal(hkv_alloc_lanes(p, pinned_lane, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
 	assert_int_equal(hkv_alloc(p, 501, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 64), -ENOMEM);
 	assert_int_equal(lg.n, 0);
-	assert_int_equal(stats(p).evictions, 0);
-	assert_true(stats(p).evict_failures >= 8);
+	assert_int_equal(tp_stats(p).evictions, 0);
+	assert_true(tp_stats(p).evict_failures >= 8);
 	/* what can fit still evicts, only what it needs */
 	assert_int_equal(hkv_alloc(p, 100, HKV_LANE_ANY, HKV_ALLOC_EVICT, e, 64), 1);
 	assert_int_equal(lg.n, 2);
@@ -443,7 +434,7 @@ static void test_callback_reentry(void **state)
 	assert_int_equal(hkv_unit_unpin(p, 1), 0);
 	assert_int_equal(hkv_evict(p, 100), 10);
 	assert_int_equal(re.calls, 2);
-	assert_int_equal(stats(p).units, 0);
+	assert_int_equal(tp_stats(p).units, 0);
 	assert_int_equal(hkv_check(p), 0);
 	alarm(0);
 	hkv_pool_destroy(re.other);
@@ -476,7 +467,7 @@ static void test_evict_contig(void **state)
 	/* the same through hkv_alloc_lanes: 30 contiguous pages */
 	assert_int_equal(hkv_alloc_lanes(p, count, HKV_ALLOC_EVICT | HKV_ALLOC_CONTIG, e, 1), 1);
 	assert_int_equal(e[0].len, 30);
-	assert_int_equal(stats(p).evict_failures, 0);
+	assert_int_equal(tp_stats(p).evict_failures, 0);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 }
@@ -508,7 +499,7 @@ static void test_evict_max_ext(void **state)
 	assert_int_equal(e[0].len, 20);
 	assert_int_equal(lg.n, 4);		/* 0 2 4 leave holes; 1 joins 0..29 */
 	assert_int_equal(hkv_alloc_lanes(p, count, HKV_ALLOC_EVICT, e, 2), 2);
-	assert_int_equal(stats(p).evict_failures, 0);
+	assert_int_equal(tp_stats(p).evict_failures, 0);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 }
@@ -529,7 +520,7 @@ static uint64_t first_victim(unsigned window, uint64_t *largest)
 		assert_int_equal(unit(p, i, 10, 0), i * 10);
 	assert_int_equal(hkv_unit_remove(p, 5, HKV_UNIT_FREE), 0);
 	assert_int_equal(hkv_evict(p, 11), 10);
-	*largest = stats(p).largest_free_extent;
+	*largest = tp_stats(p).largest_free_extent;
 	hkv_pool_destroy(p);
 	return lg.id[0];
 }
@@ -570,7 +561,7 @@ static void test_chunk_boundary(void **state)
 	assert_int_equal(hkv_unit_add(p, 1, &whole, 1), 0);
 	assert_int_equal(hkv_free(p, e, 2), -EBUSY);
 	assert_int_equal(hkv_evict(p, 64), 32);
-	assert_int_equal(stats(p).free_extents, 4);
+	assert_int_equal(tp_stats(p).free_extents, 4);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 }

@@ -19,6 +19,7 @@
 
 #include "hkv_test_mem.h"
 #include "res.h"
+#include "hkv_test_pool.h"
 
 struct forked {
 	struct hkv_pool *mem, *idx;
@@ -31,10 +32,8 @@ static struct hkv_pool *mkpool(uint64_t page_bytes, int backing)
 {
 	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 64, .page_bytes = page_bytes,
 				   .backing = backing, .nlanes = 2, .prefault_threads = 1 };
-	struct hkv_pool *p = NULL;
 
-	assert_int_equal(hkv_pool_create(&o, &p), 0);
-	return p;
+	return tp_pool(&o);
 }
 
 /* every call on an inherited pool: -ECHILD; returns the failing step */

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "hkv_test_mem.h"
+#include "hkv_test_pool.h"
 
 #define NEXT	8		/* extents the owner allocates */
 
@@ -85,14 +86,6 @@ static unsigned queued(struct hkv_pool *pool, unsigned lane)
 	return n;
 }
 
-static struct hkv_stats stats(struct hkv_pool *pool)
-{
-	struct hkv_stats st = { .sz = sizeof(st) };
-
-	assert_int_equal(hkv_stats(pool, &st), 0);	/* locks every lane */
-	return st;
-}
-
 /* a 1024-page pool whose lane another thread owns, with NEXT extents of 4
  * pages (o->e) allocated by it, the first one freed here: queued */
 static struct hkv_pool *pool_queued(struct owner *o)
@@ -116,7 +109,7 @@ static void test_seen_by_next_call(void **state)
 	(void)state;
 	assert_int_equal(pool->lanes[0].xi.free_pages, 1024 - 4 * NEXT);	/* not run yet */
 	assert_int_equal(hkv_available(pool), 1024 - 4 * NEXT + 4);	/* but counted */
-	st = stats(pool);
+	st = tp_stats(pool);
 	assert_int_equal(queued(pool, 0), 0);
 	assert_int_equal(st.frees, 1);
 	assert_int_equal(st.deferred_frees, 1);
@@ -160,7 +153,7 @@ static void test_errors_not_queued(void **state)
 	assert_int_equal(hkv_unit_add(pool, 7, &o.e[2], 1), 0);
 	assert_int_equal(hkv_free(pool, &o.e[2], 1), -EBUSY);
 	assert_int_equal(queued(pool, 0), 0);
-	st = stats(pool);
+	st = tp_stats(pool);
 	assert_int_equal(st.frees, 2);
 	assert_int_equal(st.deferred_frees, 1);	/* e[1] ran in a waiting call */
 	assert_int_equal(st.free_pages, 1024 - 4 * NEXT + 8);
@@ -184,7 +177,7 @@ static void test_queue_full(void **state)
 		assert_int_equal(queued(pool, 0), i < LANE_DEFER_SIZE ? i + 1 : 0);
 	}
 	assert_true(lane_owned(&pool->lanes[0]));
-	st = stats(pool);
+	st = tp_stats(pool);
 	assert_int_equal(st.frees, 200);
 	assert_int_equal(st.deferred_frees, LANE_DEFER_SIZE);
 	assert_int_equal(st.free_pages, 1024);
@@ -232,7 +225,7 @@ static void test_env_off(void **state)
 	for (unsigned i = 0; i < NEXT; i++)
 		assert_int_equal(hkv_free(pool, &o.e[i], 1), 0);
 	assert_null(pool->lanes[0].defer);
-	st = stats(pool);
+	st = tp_stats(pool);
 	assert_int_equal(st.frees, NEXT);
 	assert_int_equal(st.deferred_frees, 0);
 	hkv_pool_destroy(pool);
@@ -242,14 +235,14 @@ static void test_env_off(void **state)
 static void test_queue_metadata(void **state)
 {
 	struct hkv_pool *pool = pool_new(1024, 1);
-	uint64_t before = stats(pool).metadata_bytes, after;
+	uint64_t before = tp_stats(pool).metadata_bytes, after;
 	struct owner o;
 
 	(void)state;
 	owner_alloc(&o, pool, 0, NEXT, 4);
-	before = stats(pool).metadata_bytes;
+	before = tp_stats(pool).metadata_bytes;
 	assert_int_equal(hkv_free(pool, &o.e[0], 1), 0);
-	after = stats(pool).metadata_bytes;
+	after = tp_stats(pool).metadata_bytes;
 	assert_true(after > before);
 	assert_true(after - before <= XI_META_QUEUE);
 	hkv_pool_destroy(pool);
@@ -332,7 +325,7 @@ static void test_racing_frees(void **state)
 		sched_yield();
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&f[i], NULL, race_freer, &r), 0);
-	st0 = stats(r.pool);
+	st0 = tp_stats(r.pool);
 	for (unsigned round = 0; round < ROUNDS; round++) {
 		for (unsigned i = 0; i < RACE_N; i++)
 			assert_int_equal(hkv_alloc(r.pool, 1 + i % 5, 0, 0, &r.e[i], 1), 1);
@@ -343,7 +336,7 @@ static void test_racing_frees(void **state)
 	pthread_join(owner, NULL);
 	for (int i = 0; i < 2; i++)
 		pthread_join(f[i], NULL);
-	st = stats(r.pool);
+	st = tp_stats(r.pool);
 	tm_log_capture(NULL);
 	print_message("%d answered 0 (%llu deferred), %d -EINVAL, %llu found freed when run\n",
 		      r.zeros, (unsigned long long)(st.deferred_frees - st0.deferred_frees),

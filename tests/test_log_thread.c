@@ -13,6 +13,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -52,6 +55,47 @@ static void reenter_fn(void *ctx, int level, const char *msg)
 	hkv_log(HKV_LOG_DEBUG, "logged from inside the callback");	/* not to us */
 	if (c->switch_inside)
 		hkv_set_log_fn(other_fn, c);		/* takes effect on return */
+}
+
+/* the first hkv_pool_create() of a process runs the one-time setups (the
+ * environment, the lane waits), which log; a callback that creates a pool
+ * gets those messages after the setup, not inside it, where the nested
+ * create would wait on the setup that runs it. In a child, so that this
+ * create is the process's first; a hang is killed after 20 s and fails. */
+static void test_first_create_reenters(void **state)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	int status = 0;
+	pid_t pid, done = 0;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 10 };
+		struct cb c = { .create = 1 };
+		struct hkv_pool *p = NULL;
+		int err;
+
+		hkv_set_log_fn(reenter_fn, &c);
+		err = hkv_pool_create(&o, &p);
+		hkv_set_log_fn(NULL, NULL);
+		hkv_pool_destroy(p);
+		/* the lane waits' message reached the callback, which created a pool */
+		_exit(err || !c.calls || c.create ? 1 : 0);
+	}
+	for (int i = 0; i < 2000 && !done; i++) {
+		done = waitpid(pid, &status, WNOHANG);
+		if (!done)
+			nanosleep(&tick, NULL);
+	}
+	if (!done) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("the first pool's creation hung in a re-entering log callback");
+	}
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* the callback sets another one: no deadlock, the switch happens on return */
@@ -171,6 +215,7 @@ static void test_strerror(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_first_create_reenters),	/* first: no pool yet */
 		cmocka_unit_test(test_set_from_callback),
 		cmocka_unit_test(test_callback_under_pool_locks),
 		cmocka_unit_test(test_set_waits),

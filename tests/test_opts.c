@@ -61,7 +61,7 @@ static void t_plan_refuses_what_create_refuses(void **state)
 	o = base(); o.npages = UINT64_MAX; o.nlanes = UINT_MAX; o.page_bytes = 0;
 	o.backing = HKV_BACKING_AUTO;
 	agree(&o, -E2BIG, "UINT64_MAX pages in UINT_MAX lanes");
-	o = base(); o.nlanes = 65537; o.npages = 1 << 20; o.page_bytes = 0;
+	o = base(); o.nlanes = HKV_POOL_MAX_LANES + 1; o.npages = 1 << 20; o.page_bytes = 0;
 	o.backing = HKV_BACKING_AUTO;
 	agree(&o, -E2BIG, "more lanes than the limit");
 	o = base(); o.flags = 1u << 9;
@@ -73,6 +73,39 @@ static void t_plan_refuses_what_create_refuses(void **state)
 	/* 17 TiB of 4 KiB pages on THP is 2^32 + pages in one lane */
 	o = base(); o.page_bytes = 4096; o.npages = (17ull << 40) / 4096; o.backing = HKV_BACKING_THP;
 	agree(&o, -E2BIG, "17T of 4K pages");
+}
+
+/* the lane limit is the header's: HKV_POOL_MAX_LANES lanes of 16 pages
+ * are a pool whose last lane allocates and frees; one lane more is -E2BIG */
+static void t_lane_limit(void **state)
+{
+	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = 16ull * HKV_POOL_MAX_LANES,
+				   .nlanes = HKV_POOL_MAX_LANES };
+	struct hkv_plan pl = { .sz = sizeof(pl) };
+	struct hkv_extent e, last;
+	struct hkv_pool *p = NULL;
+
+	(void)state;
+	assert_int_equal(HKV_POOL_MAX_LANES, 65536);
+	assert_int_equal(hkv_pool_plan(&o, &pl), 0);
+	assert_int_equal(hkv_pool_create(&o, &p), 0);
+	assert_int_equal(hkv_lane_range(p, HKV_POOL_MAX_LANES - 1, &last), 0);
+	assert_int_equal(last.start + last.len, o.npages);
+	assert_int_equal(hkv_lane_range(p, HKV_POOL_MAX_LANES, &e), -EINVAL);
+	assert_int_equal(hkv_alloc(p, 16, HKV_POOL_MAX_LANES - 1, HKV_ALLOC_CONTIG, &e, 1), 1);
+	assert_int_equal(e.start, last.start);
+	assert_int_equal(hkv_alloc(p, 1, HKV_POOL_MAX_LANES, 0, &e, 1), -EINVAL);
+	assert_int_equal(hkv_alloc(p, 16, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &e, 1), 1);
+	assert_int_equal(hkv_free(p, &e, 1), 0);
+	assert_int_equal(hkv_free(p, &last, 1), 0);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+
+	o.nlanes = HKV_POOL_MAX_LANES + 1;
+	o.npages = 16ull * o.nlanes;
+	agree(&o, -E2BIG, "one lane over the limit");
+	assert_string_equal(hkv_strerror(-E2BIG),
+			    "too large: a lane may hold at most 2^32-2 pages, a pool at most 65536 lanes");
 }
 
 /* chunks at least the pool's size are no barrier: created, not -E2BIG */
@@ -132,6 +165,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_plan_refuses_what_create_refuses),
+		cmocka_unit_test(t_lane_limit),
 		cmocka_unit_test(t_chunk_limits),
 		cmocka_unit_test(t_env_node_missing),
 	};

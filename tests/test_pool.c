@@ -11,16 +11,7 @@
 #include <math.h>
 
 #include "internal.h"
-
-static struct hkv_pool *mkpool(uint64_t npages, unsigned nlanes)
-{
-	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = npages, .nlanes = nlanes };
-	struct hkv_pool *p = NULL;
-
-	assert_int_equal(hkv_pool_create(&o, &p), 0);
-	assert_non_null(p);
-	return p;
-}
+#include "hkv_test_pool.h"
 
 static void assert_state(struct hkv_pool *p, uint64_t free_pages, uint64_t free_extents)
 {
@@ -85,7 +76,7 @@ static void test_create_old_layout(void **state)
 
 static void test_alloc_errors(void **state)
 {
-	struct hkv_pool *p = mkpool(64, 2);
+	struct hkv_pool *p = tp_index_pool(64, 2);
 	struct hkv_extent e[4];
 
 	(void)state;
@@ -104,7 +95,7 @@ static void test_alloc_errors(void **state)
 /* fragment lane 0 into runs of 2: multi-extent answers, ENOSPC, CONTIG */
 static void test_alloc_multi_and_enospc(void **state)
 {
-	struct hkv_pool *p = mkpool(32, 1);
+	struct hkv_pool *p = tp_index_pool(32, 1);
 	struct hkv_extent e[32], one;
 	unsigned i;
 
@@ -130,7 +121,7 @@ static void test_alloc_multi_and_enospc(void **state)
 
 static void test_lanes(void **state)
 {
-	struct hkv_pool *p = mkpool(10, 3);	/* lanes of 4, 3, 3 */
+	struct hkv_pool *p = tp_index_pool(10, 3);	/* lanes of 4, 3, 3 */
 	struct hkv_extent r, e[8];
 	uint64_t count[3] = { 2, 0, 3 };
 
@@ -165,7 +156,7 @@ static void test_lanes(void **state)
 
 static void test_free_errors_change_nothing(void **state)
 {
-	struct hkv_pool *p = mkpool(64, 2);
+	struct hkv_pool *p = tp_index_pool(64, 2);
 	struct hkv_extent a, b, bad[2];
 
 	(void)state;
@@ -211,7 +202,7 @@ static void test_free_errors_change_nothing(void **state)
  */
 static void test_free_named_twice(void **state)
 {
-	struct hkv_pool *p = mkpool(256, 2);
+	struct hkv_pool *p = tp_index_pool(256, 2);
 	struct hkv_extent a, e[16];
 	unsigned counts[] = { 2, 3, 8, 9, 16 }, k, i;
 
@@ -251,7 +242,7 @@ static void test_free_named_twice(void **state)
 /* one extent spanning two lanes is freed piece by piece, all or nothing */
 static void test_free_across_lanes(void **state)
 {
-	struct hkv_pool *p = mkpool(20, 2);
+	struct hkv_pool *p = tp_index_pool(20, 2);
 	struct hkv_extent e, all = { 0, 20 };
 	uint64_t count[2] = { 10, 10 };
 	struct hkv_extent two[2];
@@ -268,7 +259,7 @@ static void test_free_across_lanes(void **state)
 
 static void test_stats_and_print(void **state)
 {
-	struct hkv_pool *p = mkpool(1000, 1);
+	struct hkv_pool *p = tp_index_pool(1000, 1);
 	struct hkv_stats st = { .sz = sizeof(st) }, small;
 	struct hkv_extent e[4];
 	char buf[8192];
@@ -316,7 +307,7 @@ static void test_stats_and_print(void **state)
 
 static void test_free_slots(void **state)
 {
-	struct hkv_pool *p = mkpool(100, 2);
+	struct hkv_pool *p = tp_index_pool(100, 2);
 	const uint64_t *s1, *s2;
 	struct hkv_extent e;
 	uint64_t n, i;
@@ -342,7 +333,7 @@ static void test_free_slots(void **state)
 /* hkv_extents_allocated(): a bitmap check across lanes that changes nothing */
 static void test_extents_allocated(void **state)
 {
-	struct hkv_pool *p = mkpool(300, 3);	/* lanes of 100 pages */
+	struct hkv_pool *p = tp_index_pool(300, 3);	/* lanes of 100 pages */
 	struct hkv_extent a, b, e[2], part = { 120, 10 };
 	uint64_t before;
 
@@ -384,14 +375,14 @@ static void test_extents_allocated(void **state)
 static void test_lane_metadata(void **state)
 {
 	struct hkv_stats st = { .sz = sizeof(st) };
-	struct hkv_pool *p = mkpool(100000, 1000);	/* 1000 lanes of 100 pages */
+	struct hkv_pool *p = tp_index_pool(100000, 1000);	/* 1000 lanes of 100 pages */
 
 	(void)state;
 	assert_int_equal(hkv_stats(p, &st), 0);
 	/* DESIGN: <= 3 B/page plus per-lane terms; these lanes had 18 B/page */
 	assert_true(st.metadata_bytes <= 8 * st.npages);
 	hkv_pool_destroy(p);
-	p = mkpool(1, 1);
+	p = tp_index_pool(1, 1);
 	assert_int_equal(hkv_stats(p, &st), 0);
 	assert_true(st.metadata_bytes <= 1024);		/* it was 1.4 KB */
 	hkv_pool_destroy(p);

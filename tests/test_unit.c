@@ -13,24 +13,15 @@
 #include <cmocka.h>
 
 #include "res.h"
+#include "hkv_test_pool.h"
 
 /* index-only pool; plain LRU victims (window 1) so eviction order is LRU order */
 static struct hkv_pool *mkpool(uint64_t npages, unsigned nlanes)
 {
 	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = npages, .nlanes = nlanes,
 				   .evict_window = 1 };
-	struct hkv_pool *p = NULL;
 
-	assert_int_equal(hkv_pool_create(&o, &p), 0);
-	return p;
-}
-
-static struct hkv_stats stats(struct hkv_pool *p)
-{
-	struct hkv_stats st = { .sz = sizeof(st) };
-
-	assert_int_equal(hkv_stats(p, &st), 0);
-	return st;
+	return tp_pool(&o);
 }
 
 static struct hkv_extent take(struct hkv_pool *p, uint64_t n, unsigned lane)
@@ -69,7 +60,7 @@ static void test_add_remove(void **state)
 
 	(void)state;
 	assert_int_equal(hkv_unit_add(p, 7, two, 2), 0);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.units, 1);
 	assert_int_equal(st.unit_pages, 15);
 	/* unit pages cannot be freed, nothing is freed then */
@@ -78,7 +69,7 @@ static void test_add_remove(void **state)
 	/* remove without FREE: pages stay allocated, hkv_free works again */
 	assert_int_equal(hkv_unit_remove(p, 7, 0), 0);
 	assert_int_equal(hkv_available(p), 49);
-	assert_int_equal(stats(p).units, 0);
+	assert_int_equal(tp_stats(p).units, 0);
 	assert_int_equal(hkv_free(p, two, 2), 0);
 	/* remove with FREE gives the pages back */
 	a = take(p, 20, 0);
@@ -86,10 +77,10 @@ static void test_add_remove(void **state)
 	assert_int_equal(hkv_unit_remove(p, 8, HKV_UNIT_FREE), 0);
 	assert_int_equal(hkv_available(p), 64);
 	assert_int_equal(hkv_free(p, &a, 1), -EINVAL);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.units, 0);
 	assert_int_equal(st.unit_pages, 0);
-	assert_int_equal(stats(p).largest_free_extent, 64);
+	assert_int_equal(tp_stats(p).largest_free_extent, 64);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 }
@@ -127,8 +118,8 @@ static void test_add_errors(void **state)
 	assert_int_equal(hkv_unit_add(p, 2, NULL, 1), -EINVAL);
 	assert_int_equal(hkv_unit_add(NULL, 2, &b, 1), -EINVAL);
 	/* nothing changed: b is free-able, one unit of 10 pages */
-	assert_int_equal(stats(p).units, 1);
-	assert_int_equal(stats(p).unit_pages, 10);
+	assert_int_equal(tp_stats(p).units, 1);
+	assert_int_equal(tp_stats(p).unit_pages, 10);
 	assert_int_equal(hkv_check(p), 0);
 	assert_int_equal(hkv_free(p, &b, 1), 0);
 	hkv_pool_destroy(p);
@@ -150,7 +141,7 @@ static void test_pins(void **state)
 	assert_int_equal(hkv_unit_unpin(p, 3), -EINVAL);	/* below zero */
 	assert_int_equal(hkv_unit_pin(p, 3), 0);
 	assert_int_equal(hkv_unit_pin(p, 3), 0);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.pinned_units, 1);
 	assert_int_equal(st.pinned_pages, 10);
 	/* pinned: never removed, freed or evicted */
@@ -164,7 +155,7 @@ static void test_pins(void **state)
 	assert_int_equal(hkv_unit_remove(p, 3, 0), -EBUSY);	/* one pin left */
 	assert_int_equal(hkv_unit_unpin(p, 3), 0);
 	assert_int_equal(hkv_unit_unpin(p, 3), -EINVAL);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.pinned_units, 0);
 	assert_int_equal(st.pinned_pages, 0);
 	assert_int_equal(hkv_unit_remove(p, 3, 1u << 5), -EINVAL);	/* unknown flag */
@@ -191,8 +182,8 @@ static void test_split(void **state)
 	assert_int_equal(hkv_unit_split(p, 1, 2, 2), 0);
 	/* at the extent boundary of unit 2: 2 keeps 2 pages, 3 gets e1 */
 	assert_int_equal(hkv_unit_split(p, 2, 2, 3), 0);
-	assert_int_equal(stats(p).units, 3);
-	assert_int_equal(stats(p).unit_pages, 10);
+	assert_int_equal(tp_stats(p).units, 3);
+	assert_int_equal(tp_stats(p).unit_pages, 10);
 	assert_int_equal(hkv_evict(p, 64), 10);
 	assert_int_equal(lg.n, 3);
 	/* the halves kept the LRU position: evicted in unit order */
@@ -226,15 +217,15 @@ static void test_split_pinned(void **state)
 	assert_int_equal(hkv_unit_touch(p, 1), 0);	/* order: 2, 1 */
 	assert_int_equal(hkv_unit_pin(p, 1), 0);
 	assert_int_equal(hkv_unit_split(p, 1, 3, 5), 0);
-	assert_int_equal(stats(p).pinned_units, 2);
-	assert_int_equal(stats(p).pinned_pages, 10);
+	assert_int_equal(tp_stats(p).pinned_units, 2);
+	assert_int_equal(tp_stats(p).pinned_pages, 10);
 	assert_int_equal(hkv_unit_remove(p, 5, 0), -EBUSY);
 	assert_int_equal(hkv_evict(p, 64), 10);	/* only unit 2 goes */
 	assert_int_equal(lg.n, 1);
 	assert_int_equal(lg.id[0], 2);
 	assert_int_equal(hkv_unit_unpin(p, 1), 0);
-	assert_int_equal(stats(p).pinned_units, 1);
-	assert_int_equal(stats(p).pinned_pages, 7);
+	assert_int_equal(tp_stats(p).pinned_units, 1);
+	assert_int_equal(tp_stats(p).pinned_pages, 7);
 	assert_int_equal(hkv_evict(p, 64), 3);	/* 1 goes, 5 stays pinned */
 	assert_int_equal(lg.id[1], 1);
 	assert_int_equal(hkv_unit_unpin(p, 5), 0);
@@ -259,7 +250,7 @@ static void test_cross_lane(void **state)
 	assert_int_equal(hkv_free(p, &l2, 1), -EBUSY);
 	assert_int_equal(hkv_free(p, &l3, 1), -EBUSY);
 	assert_int_equal(hkv_unit_remove(p, 1, HKV_UNIT_FREE), 0);
-	st = stats(p);
+	st = tp_stats(p);
 	assert_int_equal(st.free_pages, 100);
 	assert_int_equal(st.free_extents, 4);
 	for (unsigned i = 0; i < 4; i++)
@@ -280,7 +271,7 @@ static void test_many(void **state)
 
 		assert_int_equal(hkv_unit_add(p, i * 0x9e3779b97f4a7c15ull, &e, 1), 0);
 	}
-	assert_int_equal(stats(p).units, N);
+	assert_int_equal(tp_stats(p).units, N);
 	for (uint64_t i = 0; i < N; i += 2)
 		assert_int_equal(hkv_unit_remove(p, i * 0x9e3779b97f4a7c15ull, HKV_UNIT_FREE), 0);
 	for (uint64_t i = 0; i < N; i++)

@@ -18,7 +18,7 @@ from .pool import Pool, as_extents
 from .tokens import (extents_to_pages, pages_to_extents, extents_to_tokens,
                      tokens_to_pages, tokens_to_extents, runs_expand)
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 __all__ = ["Pool", "Error", "OutOfPages", "CallbackError", "LANE_ANY", "BACKINGS",
            "strerror", "as_extents", "extents_to_pages", "pages_to_extents",

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """test_docs.py - the docs check fails where it should: a public function
 without a kernel-doc comment, a comment that names a wrong argument or
@@ -12,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import eq, main, run
+from helpers import eq, run
 
 KD = "Kbuild-docs/sphinx/kerneldoc.py"
 HDR = "include/hugekv.h"
@@ -98,9 +97,3 @@ def test_man_pages_render():
         eq(p.returncode, 0, "groff %s: %s" % (f, p.stderr))
         assert "error" not in p.stderr, p.stderr
         assert "NAME" in re.sub(".\b", "", p.stdout), f
-
-
-if __name__ == "__main__":
-    main([test_real_header_passes, test_missing_comment, test_wrong_and_missing_argument,
-          test_missing_return_section, test_new_function_not_in_core_api,
-          test_man_pages_render])

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """test_hkvctl.py - hkvctl against this machine's sysfs, against a faked
 two-node machine with 1 GiB pages and a GPU (HKVCTL_ROOT), and `verify`
@@ -10,7 +9,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import Skip, eq, is_root, main, reachable_copy, read, read_int, run, run_json
+import pytest
+
+from helpers import eq, is_root, reachable_copy, read, read_int, run, run_json
 
 BUILD = os.environ.get("HKV_BUILD", "build")
 CTL = os.path.join(BUILD, "hkvctl")
@@ -242,9 +243,9 @@ def test_plan_parts():
 
 def test_reserve_changes_and_restores():
     if not is_root():
-        raise Skip("needs root: changes the 2 MiB pool of node 0")
+        pytest.skip("needs root: changes the 2 MiB pool of node 0")
     if not os.path.exists(MM + "/hugepages-2048kB"):
-        raise Skip("no 2 MiB hugepages")
+        pytest.skip("no 2 MiB hugepages")
     for attempt in (0, 1):          # others may move the pool meanwhile
         before, _ = node0_pool()
         up = run_json([CTL, "reserve", "--node", "0", "--page", "2M", "--size",
@@ -322,10 +323,10 @@ def test_reserve_1g_at_run_time():
     """the 1 GiB pool of node 0 at run time: one page more, what the kernel
     granted said in JSON and text, then that page given back (only it)"""
     if not is_root():
-        raise Skip("needs root: changes the 1 GiB pool of node 0")
+        pytest.skip("needs root: changes the 1 GiB pool of node 0")
     hp = NODE + "/node0/hugepages/hugepages-1048576kB/nr_hugepages"
     if not os.path.exists(hp):
-        raise Skip("no 1 GiB hugepages on this machine")
+        pytest.skip("no 1 GiB hugepages on this machine")
     before = read_int(hp)
     added = 0
     try:
@@ -398,7 +399,7 @@ def holder(mib, backing="2m"):
 def test_verify_pool_on_2m_node0():
     _, free = node0_pool()
     if free < 8:
-        raise Skip("fewer than 8 free 2 MiB pages on node 0 (run under scripts/test-env)")
+        pytest.skip("fewer than 8 free 2 MiB pages on node 0 (run under scripts/test-env)")
     p, regions = holder(16)
     try:
         v = run_json([CTL, "verify", "--pid", str(p.pid), "--node", "0", "--page", "2M",
@@ -480,13 +481,3 @@ def test_verify_errors():
     finally:
         p.kill()
         p.wait()
-
-
-if __name__ == "__main__":
-    main([test_help_and_usage, test_topology_json_agrees_with_sysfs,
-          test_topology_fake_two_nodes, test_plan_agrees_with_sysfs,
-          test_plan_reports_shortfall, test_plan_parts, test_reserve_changes_and_restores,
-          test_reserve_errors, test_reserve_size_overflow_and_hex, test_reserve_1g_at_run_time,
-          test_reserve_fake_shortfall_and_progress,
-          test_verify_pool_on_2m_node0, test_verify_flags_downgraded_4k,
-          test_verify_json_non_utf8_path, test_verify_errors])

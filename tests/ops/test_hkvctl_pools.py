@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """test_hkvctl_pools.py - `hkvctl pools` and `hkvctl pool rm` against real
 named pools made by other processes (one that exited, one alive, one in a
@@ -9,7 +8,9 @@ import subprocess
 import sys
 import tempfile
 
-from harness import eq, main, run, run_json
+import pytest
+
+from helpers import eq, run, run_json
 
 BUILD = os.environ.get("HKV_BUILD", "build")
 CTL = os.path.join(BUILD, "hkvctl")
@@ -28,6 +29,14 @@ print("ready", flush=True)
 if len(sys.argv) > 4:
     sys.stdin.read()                # held until stdin closes
 """
+
+
+@pytest.fixture(autouse=True, scope="module")
+def named_dir():
+    """the pools' directory, removed after the module's tests when empty"""
+    yield DIR
+    if os.path.isdir(DIR) and not os.listdir(DIR):
+        os.rmdir(DIR)
 
 
 def make(name, npages, page_bytes, hold=False):
@@ -115,10 +124,3 @@ def test_bench_named():
               "named_n_procs_pairs_per_s", "private_n_procs_pairs_per_s"):
         assert j[k] > 0, (k, j)
     eq(os.listdir(DIR), [], "the bench removed its pools")
-
-
-if __name__ == "__main__":
-    try:
-        main([test_usage, test_empty, test_list_and_remove, test_bench_named])
-    finally:
-        os.rmdir(DIR) if os.path.isdir(DIR) and not os.listdir(DIR) else None

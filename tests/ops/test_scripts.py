@@ -1,18 +1,21 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""test_scripts.py - scripts/numa-tune and scripts/hugepages-setup on this
-machine. The --apply test changes node 0's 2 MiB pool by 4 pages up and
-back (root only); the GRUB edit goes to a temporary file."""
+"""test_scripts.py - hkv-numa-tune, hkv-hugepages-setup (as make copies
+them into the build) and scripts/test-env on this machine. The --apply test changes node 0's 2 MiB
+pool by 4 pages up and back, the test-env test the pool by 8 and back (root
+only); the GRUB edit goes to a temporary file."""
 import json
 import os
+import re
 import shutil
 import tempfile
 
-from harness import Skip, eq, is_root, main, read, read_int, run
+import pytest
+
+from helpers import eq, is_root, read, read_int, run
 
 BUILD = os.environ.get("HKV_BUILD", "build")
-TUNE = "scripts/numa-tune"
-SETUP = "scripts/hugepages-setup"
+TUNE = os.path.join(BUILD, "hkv-numa-tune")
+SETUP = os.path.join(BUILD, "hkv-hugepages-setup")
 NODE = "/sys/devices/system/node"
 HP0 = NODE + "/node0/hugepages/hugepages-2048kB/nr_hugepages"
 
@@ -42,7 +45,7 @@ def test_numa_tune_quick_json():
     if access_missing():
         eq((rc, t["measured"]), (1, False), "exit status without hkv-bench access")
         assert "access" in t["why_not_measured"], t["why_not_measured"]
-        raise Skip("hkv-bench access is not built yet: matrix not measured (said so)")
+        pytest.skip("hkv-bench access is not built yet: matrix not measured (said so)")
     eq(rc, 0, "numa-tune exit status: " + err)
     eq(t["measured"], True, "measured")
     pairs = [(m["cpu_node"], m["mem_node"]) for m in t["matrix"]]
@@ -60,7 +63,7 @@ def test_numa_tune_quick_json():
 
 def test_numa_tune_reports_failed_pair():
     if access_missing():
-        raise Skip("hkv-bench access is not built yet")
+        pytest.skip("hkv-bench access is not built yet")
     rc, out, _ = run([TUNE, "--size", "1T", "--json", "--build", BUILD], timeout=300)
     t = json.loads(out)
     eq((rc, t["ok"]), (1, False), "exit status when a pair cannot be measured")
@@ -88,7 +91,7 @@ def test_setup_1g_recipe():
 
 def test_setup_apply_runtime():
     if not is_root():
-        raise Skip("needs root: changes node 0's 2 MiB pool")
+        pytest.skip("needs root: changes node 0's 2 MiB pool")
     for attempt in (0, 1):
         before = read_int(HP0)
         rc, out, err = run([SETUP, "--size", "%dM" % (2 * (before + 4)), "--node", "0",
@@ -103,7 +106,7 @@ def test_setup_apply_runtime():
 
 def test_setup_persist_grub_file():
     if not is_root():
-        raise Skip("--apply needs root")
+        pytest.skip("--apply needs root")
     d = tempfile.mkdtemp()
     try:
         g = os.path.join(d, "grub")
@@ -135,8 +138,35 @@ def test_setup_errors():
         assert "needs root" in err, err
 
 
-if __name__ == "__main__":
-    main([test_numa_tune_usage, test_numa_tune_quick_json, test_numa_tune_reports_failed_pair,
-          test_setup_dry_run_changes_nothing,
-          test_setup_1g_recipe, test_setup_apply_runtime, test_setup_persist_grub_file,
-          test_setup_errors])
+NR = "/proc/sys/vm/nr_hugepages"
+
+
+def meminfo(key):
+    for line in read("/proc/meminfo", "").splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_test_env_gives_back_what_it_added():
+    """scripts/test-env adds 3 pages beyond what is free; its command grows
+    the pool by 5 more (another process's reservation, meanwhile): test-env
+    gives back its 3 only, from the pool as it is then, and the 5 stay"""
+    if not is_root():
+        pytest.skip("needs root: test-env changes the 2 MiB pool")
+    grow = 'n=$(cat %s); echo $((n + 5)) > %s' % (NR, NR)
+    before = read_int(NR)
+    _, out, err = run(["scripts/test-env", "--hugepages", str(meminfo("HugePages_Free") + 3),
+                       "--hugepages-1g", "0", "--", "sh", "-c", grow], 0, timeout=120)
+    try:
+        m = re.search(r"reserved 2 MiB hugepages: (\d+) -> (\d+) total \((\d+) added\)", out)
+        g = re.search(r"gave back (\d+) 2 MiB hugepages: (\d+) -> (\d+) total", out)
+        assert m and g, out + err
+        added, back, at, after = int(m.group(3)), int(g.group(1)), int(g.group(2)), int(g.group(3))
+        assert added > 0, out
+        eq(back, added, "pages given back vs pages added")
+        eq(after, at - added, "the pool after the give-back (not the value read at start)")
+    finally:
+        now = read_int(NR)
+        with open(NR, "w") as f:	# the 5 this test's command added
+            f.write(str(max(now - 5, before)))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """test_tools.py - what every tool does the same way (tools/lib): --version
 with the project's version, --help on stdout with exit 0, exit 2 for bad
@@ -9,7 +8,9 @@ import re
 import shutil
 import tempfile
 
-from harness import Skip, eq, main, run
+import pytest
+
+from helpers import eq, run
 
 BUILD = os.environ.get("HKV_BUILD", "build")
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -26,7 +27,7 @@ def tools():
                    if d != "lib" and os.path.isdir(os.path.join(SRC, "tools", d)))
     built = [n for n in names if os.path.exists(os.path.join(BUILD, n))]
     if not built:
-        raise Skip("no tool built in " + BUILD)
+        pytest.skip("no tool built in " + BUILD)
     return built
 
 
@@ -76,7 +77,7 @@ def test_numbers_refused_everywhere():
         eq(rc, 2, "%s %s: exit status" % (t, " ".join(args)))
         done += 1
     if not done:
-        raise Skip("no tool built")
+        pytest.skip("no tool built")
 
 
 def test_bench_sizes_file_refuses_wrapping_numbers():
@@ -84,7 +85,7 @@ def test_bench_sizes_file_refuses_wrapping_numbers():
     wrapped to 2^64 - 1 and was dropped silently) and hex are refused"""
     exe = os.path.join(BUILD, "hkv-bench")
     if not os.path.exists(exe):
-        raise Skip("hkv-bench not built")
+        pytest.skip("hkv-bench not built")
     d = tempfile.mkdtemp(prefix="hkv-sizes-")
     try:
         for text, rc in (("1 500\n8 200\n", 0), ("1 500\n-1 200\n", 2),
@@ -106,7 +107,7 @@ def test_bench_csv_not_through_symlink():
     refused as bad usage and nothing is written through a symlink there"""
     exe = os.path.join(BUILD, "hkv-bench")
     if not os.path.exists(exe):
-        raise Skip("hkv-bench not built")
+        pytest.skip("hkv-bench not built")
     d = tempfile.mkdtemp(prefix="hkv-csv-")
     try:
         victim = os.path.join(d, "victim")
@@ -121,8 +122,3 @@ def test_bench_csv_not_through_symlink():
         assert rc == 2 and "csv" in err, (rc, err)
     finally:
         shutil.rmtree(d)
-
-
-if __name__ == "__main__":
-    main([test_version_help_usage, test_numbers_refused_everywhere,
-          test_bench_sizes_file_refuses_wrapping_numbers, test_bench_csv_not_through_symlink])

@@ -46,7 +46,7 @@ struct bench {
 	void (*fini)(void *st);
 };
 
-extern const struct bench bench_churn, bench_scale, bench_lanes, bench_evict;
+extern const struct bench bench_churn, bench_scale, bench_lanes;
 extern const struct bench bench_replay;
 extern const struct bench bench_named;	/* named.c */
 /* weak: a binary built without them says so */

@@ -150,6 +150,11 @@ static const char churn_usage[] =
 "  --split F            share of frees that release only a tail (default 0.25)\n"
 "  --evict MODE         random|lru|lru-coalesce victims (default random)\n"
 "  --touch F            lru modes: chance per op to touch a live unit (0.5)\n"
+"  --watermarks GAP     lru modes: planned eviction; the pool keeps 1 - occupancy\n"
+"                       free (free_room_low) and evicts up to low + GAP inside\n"
+"                       hkv_alloc(HKV_ALLOC_EVICT); reports eviction runs and\n"
+"                       units per run; no baselines (they have no watermarks)\n"
+"  --remove F           with --watermarks: chance per op to remove a live unit\n"
 "  --baselines LIST     all|none|sorted-scan,token-freelist,bitmap-firstfit,\n"
 "                       tlsf (default all: the first three); the TLSF family\n"
 "                       also runs side by side with hugekv (see --no-family)\n"
@@ -170,6 +175,7 @@ enum {
 	O_PAGES = 256, O_CAPACITY, O_PAGE_BYTES, O_MEMORY, O_BACKING, O_OCC,
 	O_BURNIN, O_OPS, O_SIZES, O_SPLIT, O_EVICT, O_TOUCH, O_BASELINES,
 	O_BOPS, O_REPEAT, O_INTERVAL, O_SEED, O_QUICK, O_STATS, O_NOFAMILY,
+	O_WATERMARKS, O_REMOVE,
 };
 
 const struct option churn_opts[] = {
@@ -183,6 +189,7 @@ const struct option churn_opts[] = {
 	{ "repeat", 1, NULL, O_REPEAT }, { "interval", 1, NULL, O_INTERVAL },
 	{ "seed", 1, NULL, O_SEED }, { "quick", 0, NULL, O_QUICK },
 	{ "stats", 0, NULL, O_STATS }, { "no-family", 0, NULL, O_NOFAMILY },
+	{ "watermarks", 1, NULL, O_WATERMARKS }, { "remove", 1, NULL, O_REMOVE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -242,6 +249,7 @@ void churn_defaults(void *st)
 	c->repeat = 3;
 	c->family = true;
 	c->sizes_spec = "default";
+	c->wm_gap = -1;
 	parse_baselines(c, "all");
 }
 
@@ -285,6 +293,8 @@ int churn_parse_opt(void *st, int o, const char *arg)
 		c->repeat = 1; c->capacity = 0; break;
 	case O_STATS: c->stats = true; break;
 	case O_NOFAMILY: c->family = false; break;
+	case O_WATERMARKS: err = parse_double(arg, 0, 0.5, &c->wm_gap); break;
+	case O_REMOVE: err = parse_double(arg, 0, 1, &c->w.remove_share); break;
 	default: return -EINVAL;
 	}
 	return err;
@@ -310,6 +320,17 @@ int churn_validate(void *st, int json)
 		return -EINVAL;
 	}
 	c->w.page_bytes = c->memory ? c->page_size : 0;
+	if ((c->wm_gap >= 0 || c->w.remove_share > 0) &&
+	    (c->w.evict == EVICT_RANDOM || c->wm_gap < 0)) {
+		fprintf(stderr, "hkv-bench: --watermarks needs --evict lru|lru-coalesce; "
+			"--remove needs --watermarks\n");
+		return -EINVAL;
+	}
+	if (c->wm_gap >= 0) {	/* the pool evicts; the baselines could not */
+		c->w.room_low = 1 - c->w.occupancy;
+		c->w.room_high = c->w.room_low + c->wm_gap > 1 ? 1 : c->w.room_low + c->wm_gap;
+		c->nbl = 0;
+	}
 	if (!c->w.interval)
 		c->w.interval = c->w.ops / 50 ? c->w.ops / 50 : 1;
 	/* a request must fit well inside the space */

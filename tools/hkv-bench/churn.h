@@ -97,7 +97,7 @@ struct workload {
 	double split_share;	/* share of frees that release only a tail */
 	double touch_share;	/* LRU modes: a live unit touched per step */
 	int evict;		/* EVICT_* */
-	/* LRU modes under the pool's free-room watermarks (hkv-bench evict):
+	/* LRU modes under the pool's free-room watermarks (churn --watermarks):
 	 * every step allocates with HKV_ALLOC_EVICT, the pool evicts to keep
 	 * room_low free; 0 = off (a request that does not fit calls hkv_evict) */
 	double room_low, room_high;
@@ -182,6 +182,7 @@ struct churn {
 	uint64_t capacity;		/* --capacity: pages = capacity / page_size */
 	bool memory;			/* --memory */
 	const char *sizes_spec;		/* --sizes */
+	double wm_gap;			/* --watermarks: high - low; < 0 = off */
 	/* results */
 	struct trace t;
 	struct result hkv[CHURN_MAX_REPEAT];

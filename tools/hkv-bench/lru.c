@@ -9,7 +9,7 @@
  * sequence.
  *
  * Under the pool's free-room watermarks (workload room_low > 0, `hkv-bench
- * evict`) every step allocates with HKV_ALLOC_EVICT and the pool evicts
+ * churn --watermarks`) every step allocates with HKV_ALLOC_EVICT and the pool evicts
  * inside hkv_alloc to keep room_low free; a random live unit may be
  * removed first (remove_share). A request that fails even then is counted
  * and dropped.

@@ -44,6 +44,17 @@ static struct result hugekv_row(const struct churn *c)
 	return h;
 }
 
+/* planned eviction (churn --watermarks): the pool's eviction runs */
+static double wm_runs_per_k(const struct result *h)
+{
+	return h->allocs ? 1000.0 * h->evict_runs / h->allocs : 0;
+}
+
+static double wm_units_per_run(const struct result *h)
+{
+	return h->evict_runs ? (double)h->evictions / h->evict_runs : 0;
+}
+
 /**
  * report_text() - the summary table and hugekv's ratios
  * @c: a finished run
@@ -70,7 +81,13 @@ void report_text(const struct churn *c, FILE *f)
 		(unsigned long long)h->frees, (unsigned long long)c->t.measure_from,
 		c->repeat, ti->source, ti->ns_per_tick, ti->resolution_ticks * ti->ns_per_tick,
 		ti->overhead_ticks * ti->ns_per_tick);
-	if (c->w.evict != EVICT_RANDOM)
+	if (c->w.evict != EVICT_RANDOM && c->w.room_low > 0)
+		fprintf(f, "planned eviction: the pool keeps %.1f-%.1f %% free (evict_window %d) "
+			"inside hkv_alloc; %.2f eviction runs per 1000 allocs, %.1f units per "
+			"run, %llu allocs failed\n\n", 100 * c->w.room_low, 100 * c->w.room_high,
+			c->w.evict == EVICT_LRU ? 1 : 8, wm_runs_per_k(h), wm_units_per_run(h),
+			(unsigned long long)h->failures);
+	else if (c->w.evict != EVICT_RANDOM)
 		fprintf(f, "hugekv's frees are hkv_evict() calls (evict_window %d) or unit split + "
 			"remove; the baselines replay the victims it chose\n\n",
 			c->w.evict == EVICT_LRU ? 1 : 8);
@@ -225,6 +242,16 @@ void report_json_body(const struct churn *c, struct json *j)
 		json_u64(j, "free_extents", c->st.free_extents);
 		json_u64(j, "largest_free_extent", c->st.largest_free_extent);
 		json_dbl(j, "extents_per_alloc", c->st.extents_per_alloc);
+		json_obj_end(j);
+	}
+	if (c->w.room_low > 0) {
+		json_obj(j, "watermarks");
+		json_dbl(j, "free_room_low", c->w.room_low);
+		json_dbl(j, "free_room_high", c->w.room_high);
+		json_dbl(j, "remove_share", c->w.remove_share);
+		json_dbl(j, "eviction_runs_per_1k_allocs", wm_runs_per_k(h));
+		json_dbl(j, "units_per_run", wm_units_per_run(h));
+		json_u64(j, "alloc_failures", h->failures);
 		json_obj_end(j);
 	}
 	json_timeline(j, h);

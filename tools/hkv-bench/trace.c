@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * trace.c - `hkv-bench trace`: what the USDT probes cost.
+ * trace.c - `hkv-bench trace`: what tracing costs the allocator.
  *
- * The same alloc/free loop runs in one process against two copies of the
- * library: noprobes/libhugekv.so (built with -DHKV_NO_PROBES, dlopen'ed
- * RTLD_LOCAL, its own globals) and the libhugekv.so this tool links, rounds
- * interleaved so drift hits both alike. Then hkv-trace is started on this
- * pid, in its default mode and with --ops, to price an attached hit.
+ * The same alloc/free loop runs on the library this tool links, first with
+ * its probes unattached (each a nop, the alloc/free sites behind a
+ * semaphore test), then with hkv-trace attached to this process in its
+ * default view and with --ops (every probe hit runs a BPF program), then
+ * unattached again; the attached rounds are priced against the unattached
+ * rounds on both sides of them.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,16 +28,6 @@
 #define NSIZES		65536
 #define MAXROUNDS	101
 
-struct api {
-	const char *name;
-	char path[PATH_MAX];
-	int (*create)(const struct hkv_pool_opts *, struct hkv_pool **);
-	void (*destroy)(struct hkv_pool *);
-	int (*alloc)(struct hkv_pool *, uint64_t, unsigned, unsigned, struct hkv_extent *,
-		     unsigned);
-	int (*free)(struct hkv_pool *, const struct hkv_extent *, unsigned);
-};
-
 
 static uint32_t sizes[NSIZES];
 
@@ -54,35 +45,15 @@ static void sizes_fill(void)
 	}
 }
 
-static int api_load(struct api *a, const char *name, const char *path)
-{
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-
-	a->name = name;
-	if (!h) {
-		fprintf(stderr, "hkv-bench trace: %s\n", dlerror());
-		return -ENOENT;
-	}
-	if (!realpath(path, a->path))
-		snprintf(a->path, sizeof(a->path), "%s", path);
-	a->create = (int (*)(const struct hkv_pool_opts *, struct hkv_pool **))dlsym(h, "hkv_pool_create");
-	a->destroy = (void (*)(struct hkv_pool *))dlsym(h, "hkv_pool_destroy");
-	a->alloc = (int (*)(struct hkv_pool *, uint64_t, unsigned, unsigned,
-			    struct hkv_extent *, unsigned))dlsym(h, "hkv_alloc");
-	a->free = (int (*)(struct hkv_pool *, const struct hkv_extent *, unsigned))dlsym(h, "hkv_free");
-	return a->create && a->destroy && a->alloc && a->free ? 0 : -ENOENT;
-}
-
 /**
  * round_ns() - one round of the loop: free the oldest held allocation,
  * allocate the next size into its slot
- * @a: library copy
  * @pairs: alloc+free pairs
  * @out: receives ns per pair
  *
  * Return: 0, or -errno.
  */
-static int round_ns(const struct api *a, uint64_t pairs, double *out)
+static int round_ns(uint64_t pairs, double *out)
 {
 	static struct hkv_extent ext[HELD][8];
 	static int n[HELD];
@@ -90,24 +61,24 @@ static int round_ns(const struct api *a, uint64_t pairs, double *out)
 				   .backing = HKV_BACKING_NONE, .numa_node = -1 };
 	struct hkv_pool *p;
 	uint64_t t0, i;
-	int err = a->create(&o, &p);
+	int err = hkv_pool_create(&o, &p);
 
 	if (err)
 		return err;
 	memset(n, 0, sizeof(n));
 	for (i = 0; i < HELD; i++)
-		n[i] = a->alloc(p, sizes[i % NSIZES], HKV_LANE_ANY, 0, ext[i], 8);
+		n[i] = hkv_alloc(p, sizes[i % NSIZES], HKV_LANE_ANY, 0, ext[i], 8);
 	t0 = now_ns();
 	for (i = 0; i < pairs && !err; i++) {
 		unsigned s = i % HELD;
 
 		if (n[s] > 0)
-			err = a->free(p, ext[s], n[s]);
-		n[s] = a->alloc(p, sizes[(i + HELD) % NSIZES], HKV_LANE_ANY, 0, ext[s], 8);
+			err = hkv_free(p, ext[s], n[s]);
+		n[s] = hkv_alloc(p, sizes[(i + HELD) % NSIZES], HKV_LANE_ANY, 0, ext[s], 8);
 		err = err ? err : n[s] < 0 ? n[s] : 0;
 	}
 	*out = (double)(now_ns() - t0) / pairs;
-	a->destroy(p);
+	hkv_pool_destroy(p);
 	return err;
 }
 
@@ -129,12 +100,12 @@ static void beside_exe(const char *name, char *out, size_t len)
 	if (slash)
 		*slash = 0;
 	if (snprintf(out, len, "%s/%s", slash ? exe : ".", name) >= (int)len)
-		out[0] = 0;	/* too long: the dlopen/exec then fails and says so */
+		out[0] = 0;	/* too long: the exec then fails and says so */
 }
 
 /**
  * tracer_start() - run hkv-trace on this process and wait until attached
- * @lib: the library copy to attach to
+ * @lib: the library to attach to
  * @ops: add --ops
  * @t: receives the child
  *
@@ -241,14 +212,14 @@ struct res {
 	uint64_t hits, pairs;	/* attached runs: probe hits over pairs run */
 };
 
+enum { T_UNATTACHED, T_DEFAULT, T_OPS, T_N };
+
 struct topts {
 	uint64_t pairs;		/* alloc+free pairs per round */
 	unsigned rounds;
-	bool attach;
-	const char *noprobes;	/* path of the -DHKV_NO_PROBES copy */
-	struct res r[4];	/* compiled out, unattached, attached, --ops */
-	bool have[4];
-	double paired;
+	char lib[PATH_MAX];	/* the library hkv-trace attaches to */
+	struct res r[T_N];
+	bool have[T_N];
 };
 
 static void res_sum(struct res *r)
@@ -262,41 +233,28 @@ static void res_sum(struct res *r)
 	r->p90 = s[r->n - 1 - r->n / 10];
 }
 
-/* rounds of both copies, interleaved, order alternating; paired ratios */
-static int measure_untraced(const struct api *np, const struct api *pr, const struct topts *o,
-			    struct res *rn, struct res *rp, double *paired)
+/* @rounds more unattached rounds into @ru */
+static int measure_unattached(const struct topts *o, unsigned rounds, struct res *ru)
 {
-	double ratio[MAXROUNDS], warm;
-	int err = round_ns(np, o->pairs / 4, &warm) ?: round_ns(pr, o->pairs / 4, &warm);
+	int err = 0;
 
-	for (unsigned r = 0; !err && r < o->rounds; r++) {
-		const struct api *first = r & 1 ? pr : np, *second = r & 1 ? np : pr;
-		double a, b;
-
-		err = round_ns(first, o->pairs, &a) ?: round_ns(second, o->pairs, &b);
-		rn->v[r] = r & 1 ? b : a;
-		rp->v[r] = r & 1 ? a : b;
-		ratio[r] = rp->v[r] / rn->v[r];
-	}
-	rn->n = rp->n = o->rounds;
-	res_sum(rn);
-	res_sum(rp);
-	*paired = median_d(ratio, o->rounds);
+	for (unsigned r = 0; !err && r < rounds; r++)
+		err = round_ns(o->pairs, &ru->v[ru->n++]);
 	return err;
 }
 
-/* rounds of the probed copy while hkv-trace is attached to this process */
-static int measure_attached(const struct api *pr, bool ops, const struct topts *o, struct res *ra)
+/* rounds of the loop while hkv-trace is attached to this process */
+static int measure_attached(bool ops, const struct topts *o, struct res *ra)
 {
 	uint64_t pairs = ops ? o->pairs / 20 : o->pairs;
 	unsigned rounds = o->rounds < 7 ? o->rounds : 7;
 	struct tracer t = { 0 };
-	int err = tracer_start(pr->path, ops, &t);
+	int err = tracer_start(o->lib, ops, &t);
 
 	if (err)
 		return err;
 	for (unsigned r = 0; !err && r < rounds; r++)
-		err = round_ns(pr, pairs, &ra->v[r]);
+		err = round_ns(pairs, &ra->v[r]);
 	tracer_stop(&t);
 	ra->n = rounds;
 	ra->hits = t.hits;
@@ -308,29 +266,34 @@ static int measure_attached(const struct api *pr, bool ops, const struct topts *
 	return err;
 }
 
+/* what one attached probe hit costs: the --ops rounds' extra time per hit */
+static double ns_per_hit(const struct res *r)
+{
+	return r[T_OPS].hits ? (r[T_OPS].p50 - r[T_UNATTACHED].p50) * r[T_OPS].pairs /
+			       r[T_OPS].hits : 0;
+}
+
+static const char *const t_what[T_N] = { "unattached", "attached, default view",
+					 "attached, --ops" };
+static const char *const t_key[T_N] = { "unattached", "attached_default", "attached_ops" };
+
 static void print_text(const struct topts *o)
 {
 	const struct res *r = o->r;
-	static const char *const what[] = { "probes compiled out", "probes in, unattached",
-					    "attached, default view", "attached, --ops" };
 
 	printf("hkv-bench trace: alloc+free pairs on an index-only pool of 1M pages (%d held),\n"
-	       "  %llu pairs x %u rounds, both copies interleaved in one process\n", HELD,
+	       "  %llu pairs x %u rounds unattached, around the attached rounds\n", HELD,
 	       (unsigned long long)o->pairs, o->rounds);
-	printf("  %-24s %10s %10s %10s %9s\n", "", "p50 ns", "p10", "p90", "vs out");
-	for (unsigned i = 0; i < 4; i++) {
+	printf("  %-24s %10s %10s %10s %9s\n", "", "p50 ns", "p10", "p90", "ratio");
+	for (unsigned i = 0; i < T_N; i++) {
 		if (!o->have[i])
 			continue;
-		printf("  %-24s %10.1f %10.1f %10.1f %9.4f", what[i], r[i].p50, r[i].p10,
-		       r[i].p90, r[i].p50 / r[0].p50);
-		if (i == 1)
-			printf("  paired-round median %.4f, best-round %.4f (target <= 1.01)",
-			       o->paired, r[1].min / r[0].min);
-		if (i >= 2)
+		printf("  %-24s %10.1f %10.1f %10.1f %9.3f", t_what[i], r[i].p50, r[i].p10,
+		       r[i].p90, r[i].p50 / r[T_UNATTACHED].p50);
+		if (i != T_UNATTACHED)
 			printf("  %.3f hits/pair", (double)r[i].hits / r[i].pairs);
-		if (i == 3 && r[i].hits)
-			printf(", %.0f ns per hit",
-			       (r[3].p50 - r[1].p50) * r[3].pairs / r[3].hits);
+		if (i == T_OPS && r[i].hits)
+			printf(", %.0f ns per hit", ns_per_hit(r));
 		printf("\n");
 	}
 }
@@ -339,8 +302,6 @@ static void trace_report(void *st, struct json *j)
 {
 	const struct topts *o = st;
 	const struct res *r = o->r;
-	static const char *const key[] = { "compiled_out", "unattached", "attached_default",
-					   "attached_ops" };
 
 	if (!j) {
 		print_text(o);
@@ -348,45 +309,39 @@ static void trace_report(void *st, struct json *j)
 	}
 	json_u64(j, "pairs_per_round", o->pairs);
 	json_u64(j, "rounds", o->rounds);
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < T_N; i++) {
 		if (!o->have[i])
 			continue;
-		json_obj(j, key[i]);
+		json_obj(j, t_key[i]);
 		json_dbl(j, "ns_per_pair_p50", r[i].p50);
 		json_dbl(j, "ns_per_pair_p10", r[i].p10);
 		json_dbl(j, "ns_per_pair_p90", r[i].p90);
-		json_dbl(j, "ratio_vs_compiled_out", r[i].p50 / r[0].p50);
 		json_dbl(j, "ns_per_pair_min", r[i].min);
-		if (i == 1) {
-			json_dbl(j, "paired_round_ratio", o->paired);
-			json_dbl(j, "best_round_ratio", r[1].min / r[0].min);
-		}
-		if (i >= 2) {
+		json_dbl(j, "ratio_vs_unattached", r[i].p50 / r[T_UNATTACHED].p50);
+		if (i != T_UNATTACHED) {
 			json_u64(j, "probe_hits", r[i].hits);
 			json_dbl(j, "hits_per_pair", (double)r[i].hits / r[i].pairs);
 		}
-		if (i == 3 && r[i].hits)
-			json_dbl(j, "ns_per_hit", (r[3].p50 - r[1].p50) * r[3].pairs / r[3].hits);
+		if (i == T_OPS && r[i].hits)
+			json_dbl(j, "ns_per_hit", ns_per_hit(r));
 		json_obj_end(j);
 	}
 }
 
 static const char trace_usage[] =
-"usage: hkv-bench trace [--pairs N] [--rounds N] [--no-attach] [--json]\n"
-"                       [--noprobes-lib PATH]\n"
+"usage: hkv-bench trace [--pairs N] [--rounds N] [--json]\n"
 "\n"
-"Probe overhead on an alloc/free loop (index-only pool, heavy-tailed sizes):\n"
-"the library built with -DHKV_NO_PROBES (noprobes/libhugekv.so beside this\n"
-"tool, dlopen'ed RTLD_LOCAL) against the linked libhugekv.so with its probes\n"
-"unattached, rounds interleaved; then, as root, with hkv-trace attached to\n"
-"this process in its default view and with --ops (ns per attached hit).\n"
-"Reports medians and p10/p90 over rounds, ratios against the compiled-out\n"
-"copy. Default: 50000 pairs x 61 rounds (short rounds, so a burst of noise\n"
-"from other processes lands in few pairs). HKV_BENCH_CPU=N pins to a CPU.\n";
+"What tracing costs the allocator (root: hkv-trace attaches BPF): an\n"
+"alloc/free loop (index-only pool, heavy-tailed sizes) on the linked\n"
+"libhugekv.so with its probes unattached, then with hkv-trace attached to\n"
+"this process in its default view and with --ops (ns per attached hit),\n"
+"then unattached again. Reports medians and p10/p90 over rounds and ratios\n"
+"against the unattached rounds. Default: 50000 pairs x 61 rounds (short\n"
+"rounds, so a burst of noise from other processes lands in few pairs).\n"
+"HKV_BENCH_CPU=N pins to a CPU.\n";
 
 static const struct option trace_opts[] = {
-	{ "pairs", 1, NULL, 'n' }, { "rounds", 1, NULL, 'r' },
-	{ "no-attach", 0, NULL, 'A' }, { "noprobes-lib", 1, NULL, 'L' }, { 0 },
+	{ "pairs", 1, NULL, 'n' }, { "rounds", 1, NULL, 'r' }, { 0 },
 };
 
 static void trace_init(void *st)
@@ -395,8 +350,6 @@ static void trace_init(void *st)
 
 	o->pairs = 50000;
 	o->rounds = 61;
-	o->attach = true;
-	o->have[0] = o->have[1] = true;
 }
 
 static int trace_parse(void *st, int c, const char *arg)
@@ -415,8 +368,6 @@ static int trace_parse(void *st, int c, const char *arg)
 			return fprintf(stderr, "hkv-bench trace: --rounds 3..%d\n", MAXROUNDS), -EINVAL;
 		o->rounds = (unsigned)v;
 		return 0;
-	case 'A': o->attach = false; return 0;
-	case 'L': o->noprobes = arg; return 0;
 	}
 	return -EINVAL;
 }
@@ -424,33 +375,37 @@ static int trace_parse(void *st, int c, const char *arg)
 static int trace_measure(void *st)
 {
 	struct topts *o = st;
-	char nppath[PATH_MAX];
-	struct api np, pr;
+	struct res *ru = &o->r[T_UNATTACHED];
 	Dl_info info;
+	double warm;
 	int err;
 
+	if (geteuid() != 0) {
+		fprintf(stderr, "hkv-bench trace: needs root (hkv-trace attaches BPF programs)\n");
+		return -EPERM;
+	}
 	bench_pin_cpu();
 	sizes_fill();
-	if (!o->noprobes)
-		beside_exe("noprobes/libhugekv.so", nppath, sizeof(nppath));
-	if (api_load(&np, "compiled out", o->noprobes ? o->noprobes : nppath) ||
-	    !dladdr((void *)hkv_pool_create, &info) ||
-	    api_load(&pr, "probes in", info.dli_fname))
+	if (!dladdr((void *)hkv_pool_create, &info) || !realpath(info.dli_fname, o->lib)) {
+		fprintf(stderr, "hkv-bench trace: cannot find the linked libhugekv.so\n");
 		return -ENOENT;
-	err = measure_untraced(&np, &pr, o, &o->r[0], &o->r[1], &o->paired);
-	if (!err && o->attach && geteuid() != 0)
-		fprintf(stderr, "hkv-bench trace: not root: attached runs skipped\n");
-	else if (!err && o->attach)
-		for (int i = 2; i < 4; i++)
-			o->have[i] = !measure_attached(&pr, i == 3, o, &o->r[i]);
-	if (err)
+	}
+	err = round_ns(o->pairs / 4, &warm) ?: measure_unattached(o, o->rounds / 2, ru);
+	for (int i = T_DEFAULT; !err && i < T_N; i++)
+		o->have[i] = !measure_attached(i == T_OPS, o, &o->r[i]);
+	err = err ?: measure_unattached(o, o->rounds - o->rounds / 2, ru);
+	if (err) {
 		fprintf(stderr, "hkv-bench trace: %s\n", hkv_strerror(err));
-	return err;
+		return err;
+	}
+	res_sum(ru);
+	o->have[T_UNATTACHED] = true;
+	return o->have[T_DEFAULT] && o->have[T_OPS] ? 0 : -EPERM;
 }
 
 const struct bench bench_trace = {
 	.name = "trace",
-	.what = "probe overhead, untraced and traced",
+	.what = "what tracing costs: unattached against attached probes",
 	.usage = trace_usage,
 	.opts = trace_opts,
 	.size = sizeof(struct topts),

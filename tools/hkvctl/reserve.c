@@ -38,7 +38,7 @@ static void reserve_usage(FILE *f)
 "a smaller SIZE shrinks the pool (pages in use stay, as surplus). Needs root.\n"
 "Large increases go in steps with a progress line on stderr. The report says\n"
 "what the kernel granted; runtime 1 GiB reservations often fall short (memory\n"
-"is fragmented): reserve those at boot, see scripts/hugepages-setup.\n"
+"is fragmented): reserve those at boot, see hkv-hugepages-setup.\n"
 "\n"
 "  --size SIZE   pool size, K/M/G/T suffixes (powers of 1024), e.g. 200G\n"
 "  --node N      NUMA node (default: system-wide pool)\n"
@@ -157,13 +157,13 @@ static void reserve_hint(const struct reserve *r)
 			ctl_fmt(cmd, sizeof(cmd), " --node %d", r->node);
 		}
 		fprintf(stderr, "  1 GiB pages are reliably reserved only at boot: "
-			"scripts/hugepages-setup --page 1G --size %" PRIu64 "G%s prints "
+			"hkv-hugepages-setup --page 1G --size %" PRIu64 "G%s prints "
 			"the kernel command line (hugepagesz=1G hugepages=%s%" PRIu64 ").\n",
 			gb, cmd, node, r->want);
 	}
 	else
 		fprintf(stderr, "  Try again after `echo 1 > /proc/sys/vm/compact_memory`, "
-			"or reserve early after boot (scripts/hugepages-setup --persist).\n");
+			"or reserve early after boot (hkv-hugepages-setup --persist).\n");
 }
 
 static void reserve_report(const struct reserve *r)
@@ -254,7 +254,7 @@ static int reserve_validate(const struct reserve *r)
 			ctl_fmt_size(r->page_bytes, s, sizeof(s)), r->page_bytes >> 10,
 			r->page_bytes == (1ull << 30) ? "; 1 GiB pages need CPU support "
 			"(pdpe1gb) and usually a boot-time reservation: see "
-			"scripts/hugepages-setup --page 1G" : "");
+			"hkv-hugepages-setup --page 1G" : "");
 		return TOOL_FAIL;
 	}
 	if (r->node >= 0 && !ctl_node_exists(r->node)) {

@@ -1,17 +1,11 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""harness.py - a small test harness for the operator tools: run a tool,
-parse its JSON, read sysfs, and report each test as ok / FAIL / SKIP."""
+"""helpers.py - what the operator-tool tests share: run a tool, parse its
+JSON, read sysfs, copy a tool where another user can run it."""
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import traceback
-
-
-class Skip(Exception):
-    """raised by a test that cannot run here (the message says why)"""
 
 
 def run(cmd, check_rc=None, env=None, stdin=None, timeout=120):
@@ -75,26 +69,3 @@ def is_root():
 def eq(a, b, what):
     if a != b:
         raise AssertionError("%s: %r != %r" % (what, a, b))
-
-
-def main(tests):
-    """run the test functions given; exit 1 if any failed"""
-    passed = failed = skipped = 0
-    for t in tests:
-        name = t.__name__
-        try:
-            t()
-            passed += 1
-            print("  %-40s ok" % name)
-        except Skip as s:
-            skipped += 1
-            print("  %-40s SKIP (%s)" % (name, s))
-        except Exception:  # noqa: BLE001 - report every failure the same way
-            failed += 1
-            print("  %-40s FAIL" % name)
-            for line in traceback.format_exc().splitlines():
-                print("    | " + line)
-        sys.stdout.flush()
-    print("%s: %d passed, %d failed, %d skipped" %
-          (os.path.basename(sys.argv[0]), passed, failed, skipped))
-    sys.exit(1 if failed else 0)
