@@ -43,6 +43,18 @@
  * transport uses). Expose a tcp listener only where the peers that can
  * reach it run libucp, and treat same-uid local processes as trusted.
  *
+ * PEERS ON THE SAME HOST. Every connection asks UCX for peer error
+ * handling (UCP_ERR_HANDLING_MODE_PEER), so a dead peer fails its
+ * transfers instead of hanging them. UCX 1.13 selects only transports
+ * that report peer failure for such endpoints: its shared-memory
+ * transports posix and sysv do not by default (UCX_MM_ERROR_HANDLING=n)
+ * and cma is not taken as a rendezvous lane, so with UCX_TLS=sm,tcp a
+ * same-host peer is served over tcp loopback, at tcp's rate, not shared
+ * memory's. UCX_MM_ERROR_HANDLING=y makes UCX move the endpoint onto
+ * posix or sysv, but the connection's handshake then times out with UCX
+ * 1.13 (no message of the new lanes arrives), so this library does not
+ * set it.
+ *
  * WHO IS A PEER. Every endpoint has a keyring, given by the operator
  * (@key or @key_file of struct hkv_xfer_opts, else the file named by
  * $HUGEKV_XFER_KEY_FILE, else $HUGEKV_XFER_KEY; never on a command line):

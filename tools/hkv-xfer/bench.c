@@ -56,7 +56,8 @@ static void bench_usage(FILE *f)
 "(default 3); medians. Defaults: 16384 pages of 64K (1 GiB), occupancy\n"
 "0.95 after churn, requests of 256 pages, 4096 pages a round, 3 rounds,\n"
 "depth 8. --mode tcp: UCX_TLS=tcp on 127.0.0.1; shm: UCX_TLS=sm,tcp (UCX\n"
-"picks its shared-memory transports where it can); netns: UCX_TLS=tcp,\n"
+"picks its shared-memory transports where it can: with peer error handling,\n"
+"as hkv-xfer and -e, UCX 1.13 takes tcp loopback); netns: UCX_TLS=tcp,\n"
 "the server in namespace SRV listening on IP, the client in CLI.\n");
 }
 
