@@ -23,6 +23,7 @@
  *   compat.c        the legacy free-slot view
  *   res.c, unit.c, evict.c, room.c, unit_check.c (res.h)   residency
  *   stats.c, stats_print.c   snapshots, checks, printing (leaves)
+ *   statpage.c               the stats page other processes read (a leaf)
  *   trace.c, trace.h          probe semaphores (a leaf)
  *
  * Everything here has hidden visibility (-fvisibility=hidden); only the
@@ -527,7 +528,28 @@ struct lane_counters {
 	uint64_t allocs, alloc_failures, frees, extents_returned;
 	uint64_t multi_extent_allocs, pages_allocated, pages_freed;
 	uint64_t served_calls;		/* lane_call()s run for a waiting caller */
+	/* off the one-extent path: failures by reason, multi-extent answers
+	 * by size (hkv_stats extents_hist; its first range is allocs minus
+	 * multi_extent_allocs) */
+	uint64_t alloc_nospc;
+	uint64_t extents_hist[HKV_EXTENTS_HIST];
 };
+
+/* count a failed allocation (-ENOMEM or -ENOSPC) */
+static inline void lane_count_failure(struct lane_counters *c, long err)
+{
+	c->alloc_failures++;
+	c->alloc_nospc += err == -ENOSPC;
+}
+
+/* count an allocation answered with k > 1 extents */
+static inline void lane_count_multi(struct lane_counters *c, long k)
+{
+	unsigned b = k <= 2 ? 1 : k <= 4 ? 2 : k <= 8 ? 3 : k <= 16 ? 4 : 5;
+
+	c->multi_extent_allocs++;
+	c->extents_hist[b]++;
+}
 
 struct lane;
 struct lane_call;
@@ -828,6 +850,7 @@ uint64_t frag_ufi_permille(const struct xindex *x, uint64_t r);
 /* ---- pool.c: pool life cycle, single-lane entry points, accessors ------ */
 struct hkv_arena;
 struct hkv_res;
+struct statpage;
 
 struct hkv_pool {
 	uint64_t id;
@@ -847,6 +870,8 @@ struct hkv_pool {
 	pthread_mutex_t slots_lock;
 	uint64_t *slots, nslots, slots_gen;
 	bool slots_valid;
+	char label[HKV_LABEL_MAX];	/* opts.label points here */
+	struct statpage *page;		/* statpage.c, or NULL */
 };
 
 void pool_bits_unsettle(struct hkv_pool *pool);
@@ -912,6 +937,11 @@ int unit_check(struct hkv_pool *pool);
  * Leaves: they read every layer below through its own snapshot calls
  * (arena_stats(), res_stats(), xi_check(), unit_check()) and define only
  * public functions. */
+
+/* ---- statpage.c: the stats page other processes read (a leaf) -----------
+ * Started once the pool is complete, stopped first at destroy. */
+void statpage_start(struct hkv_pool *pool);
+void statpage_stop(struct hkv_pool *pool);
 
 /* ---- trace.c / trace.h: USDT probes (see trace.h) ----------------------- */
 

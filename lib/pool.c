@@ -4,6 +4,8 @@
  * and the single-lane entry points: hkv_alloc(), the lane range, free pages,
  * page addresses and regions. Calls that span lanes are in multi.c.
  */
+#include <stdio.h>
+
 #include "lane_one.h"
 
 static uint64_t pool_ids;
@@ -60,6 +62,9 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	err = opts_effective(opts, &pool->opts);
 	if (err)
 		goto free_pool;
+	if (pool->opts.label)	/* the pool's own copy: the caller's may go */
+		snprintf(pool->label, sizeof(pool->label), "%s", pool->opts.label);
+	pool->opts.label = pool->label[0] ? pool->label : NULL;
 	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
 	pool->fork_gen = fork_generation();
 	pool->lane_bias = lane_bias_setup();
@@ -84,6 +89,7 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	if (err)
 		goto destroy_lanes;
 	pthread_mutex_init(&pool->slots_lock, NULL);
+	statpage_start(pool);
 	*out = pool;
 	return 0;
 
@@ -109,6 +115,7 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 			"callback refused", (unsigned long long)pool->id);
 		return;
 	}
+	statpage_stop(pool);	/* its thread reads the pool */
 	res_destroy(pool);
 	compat_fini(pool);
 	if (!pool_forked(pool))		/* a fork() child may see it held */

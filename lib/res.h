@@ -30,6 +30,10 @@
  * @home_pages: pages of the unit inside @home (what evicting it frees there)
  * @pins: pin count
  * @home: lane whose LRU list holds the unit (lane of its first page at add)
+ * @used_ns: os->now_ns() at the last add/touch (evicted-unit age)
+ * @pinned_ns: os->now_ns() when the pin count left 0
+ * @pin_prev: older neighbour in the list of pinned units
+ * @pin_next: newer neighbour
  * @n: number of extents
  * @ext: extents in the unit's page order (absolute pages)
  */
@@ -38,6 +42,8 @@ struct res_unit {
 	struct res_unit *hnext;
 	struct res_unit *prev, *next;
 	uint64_t stamp;
+	uint64_t used_ns, pinned_ns;
+	struct res_unit *pin_prev, *pin_next;
 	uint64_t npages;
 	uint64_t home_pages;
 	uint32_t pins;
@@ -64,6 +70,9 @@ struct hkv_res {
 	uint64_t clock;
 	uint64_t unit_pages, pinned_units, pinned_pages;
 	uint64_t evictions, evicted_pages, eviction_runs, evict_failures;
+	/* pinned units, oldest pin first (hkv_stats oldest_pin_ns) */
+	struct res_unit *pin_head, *pin_tail;
+	uint64_t age_hist[HKV_AGE_HIST], age_ns;	/* evicted-unit ages */
 	hkv_evict_fn fn;
 	void *ctx;
 	unsigned window;
@@ -103,6 +112,8 @@ static inline bool res_lane_room(const struct hkv_pool *pool, unsigned lane, uin
 }
 
 /* ---- unit.c ---- */
+/* list @u among the pinned units after @after (NULL: as the newest) */
+void unit_pin_link(struct hkv_res *r, struct res_unit *u, struct res_unit *after);
 struct res_unit *unit_find(const struct hkv_res *r, uint64_t id);
 void unit_hash_remove(struct hkv_res *r, struct res_unit *u);
 void unit_lru_unlink(struct hkv_res *r, struct res_unit *u);
