@@ -900,6 +900,8 @@ struct hkv_page_xfer {
  * @published_ns: when the figures were published (CLOCK_REALTIME)
  * @interval_ns: the publishing interval
  * @publishes: times the page was published
+ * @free_room_low: the pool's low watermark, a fraction of its pages
+ * @free_room_high: its high watermark
  * @stats: the pool's hkv_stats() at @published_ns
  * @xfer: its transfer figures
  */
@@ -911,6 +913,7 @@ struct hkv_page {
 	unsigned flags;
 	uint64_t pool_id, pid_start;
 	uint64_t created_ns, published_ns, interval_ns, publishes;
+	double free_room_low, free_room_high;
 	struct hkv_stats stats;
 	struct hkv_page_xfer xfer;
 };

@@ -50,6 +50,7 @@ struct page_hdr {
 	int32_t pid;
 	uint32_t pad;
 	uint64_t pid_start, pool_id, created_ns, interval_ns;
+	double free_room_low, free_room_high;
 	char name[HKV_PAGE_NAME_MAX];
 	char label[HKV_LABEL_MAX];
 	uint64_t seq;			/* odd while a publication writes */
@@ -167,6 +168,8 @@ static void page_header(struct page_hdr *h, const struct hkv_pool *pool, uint64_
 	h->pool_id = pool->id;
 	h->created_ns = realtime_ns();
 	h->interval_ns = interval;
+	h->free_room_low = pool->opts.free_room_low;
+	h->free_room_high = pool->opts.free_room_high;
 	if (pool->opts.name)
 		snprintf(h->name, sizeof(h->name), "%s", pool->opts.name);
 	snprintf(h->label, sizeof(h->label), "%s", pool->label);
@@ -474,6 +477,8 @@ static void page_fill(struct hkv_page *p, const char *buf)
 	p->published_ns = h->published_ns;
 	p->interval_ns = h->interval_ns;
 	p->publishes = h->publishes;
+	p->free_room_low = h->free_room_low;
+	p->free_room_high = h->free_room_high;
 	p->flags = page_stale(h) ? HKV_PAGE_STALE : 0;
 	memcpy(&p->stats, buf + h->hdr_bytes, ssz);
 	p->stats.sz = ssz;

@@ -23,6 +23,8 @@ int cmd_topology(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_reserve(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* ---- sysfs.c ------------------------------------------------------------ */
 struct ctl_pool {		/* one hugepage pool (a node's, or global) */
