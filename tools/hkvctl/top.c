@@ -39,11 +39,20 @@ static void top_usage(FILE *f)
 "Exit status: 0 ok, 1 failure, 2 usage.\n");
 }
 
-struct prev {			/* a pool's previous publication */
-	int pid;
-	uint64_t pool_id, published_ns;
+struct snap {			/* one publication of a page */
+	uint64_t published_ns;
 	struct hkv_stats st;
 	struct hkv_page_xfer xf;
+};
+
+/* a pool's last publication seen and the one before it: a frame that finds
+ * the last one again (frames faster than publications) takes its rates
+ * against the one before, so they never blink out */
+struct prev {
+	int pid;
+	uint64_t pool_id;
+	struct snap last, base;
+	bool has_base;
 };
 
 struct rates {
@@ -107,12 +116,16 @@ static double per_s(uint64_t now, uint64_t then, double dt)
 	return now >= then ? (double)(now - then) / dt : 0;
 }
 
-static struct rates rates_of(const struct hkv_page *pg, const struct prev *p)
+static struct rates rates_of(const struct hkv_page *pg, const struct prev *pv)
 {
 	const struct hkv_stats *a = &pg->stats;
+	const struct snap *p = NULL;
 	struct rates r = { 0 };
 	double dt;
 
+	if (pv)
+		p = pv->last.published_ns != pg->published_ns ? &pv->last :
+		    pv->has_base ? &pv->base : NULL;
 	if (!p || pg->published_ns <= p->published_ns)
 		return r;
 	dt = (double)(pg->published_ns - p->published_ns) / 1e9;
@@ -315,18 +328,22 @@ static int remember(const struct ctl_pages *set, struct prev **pv, size_t *npv)
 	if (set->n && !v)
 		return -ENOMEM;
 	for (size_t i = 0; i < set->n; i++) {
-		const struct prev *old = prev_find(*pv, *npv, &set->v[i].pg);
+		const struct hkv_page *pg = &set->v[i].pg;
+		const struct prev *old = prev_find(*pv, *npv, pg);
 
-		/* a page not republished keeps the older base: rates stay real */
-		if (old && old->published_ns == set->v[i].pg.published_ns) {
+		if (old && old->last.published_ns == pg->published_ns) {
 			v[i] = *old;
 			continue;
 		}
-		v[i].pid = set->v[i].pg.pid;
-		v[i].pool_id = set->v[i].pg.pool_id;
-		v[i].published_ns = set->v[i].pg.published_ns;
-		v[i].st = set->v[i].pg.stats;
-		v[i].xf = set->v[i].pg.xfer;
+		v[i].pid = pg->pid;
+		v[i].pool_id = pg->pool_id;
+		if (old) {
+			v[i].base = old->last;
+			v[i].has_base = true;
+		}
+		v[i].last.published_ns = pg->published_ns;
+		v[i].last.st = pg->stats;
+		v[i].last.xf = pg->xfer;
 	}
 	free(*pv);
 	*pv = v;
