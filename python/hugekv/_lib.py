@@ -34,6 +34,8 @@ UNIT_FREE = 1 << 0
 PRINT_JSON = 1 << 0
 REGION_THP, REGION_FALLBACK, REGION_MISPLACED = 1 << 0, 1 << 1, 1 << 2
 STATS_LANES, STATS_REGIONS, UFI_SIZES = 64, 16, 4
+EXTENTS_HIST, AGE_HIST, LABEL_MAX = 6, 8, 64
+PAGE_NAME_MAX, PAGE_XFER_PEERS, PAGE_XFER_LAT, PAGE_STALE = 128, 8, 12, 1 << 0
 
 # the spelling of HUGEKV_BACKING, and "none" for index-only pools
 BACKINGS = {"auto": BACKING_AUTO, "1g": BACKING_HUGE_1G, "2m": BACKING_HUGE_2M,
@@ -50,7 +52,8 @@ class PoolOpts(ctypes.Structure):
                 ("nlanes", c_uint), ("backing", c_int), ("numa_node", c_int),
                 ("flags", c_uint), ("prefault_threads", c_uint),
                 ("free_room_low", ctypes.c_double), ("free_room_high", ctypes.c_double),
-                ("chunk_bytes", c_u64), ("evict_window", c_uint)]
+                ("chunk_bytes", c_u64), ("evict_window", c_uint),
+                ("name", ctypes.c_char_p), ("label", ctypes.c_char_p)]
 
 
 class Region(ctypes.Structure):
@@ -92,7 +95,32 @@ class Stats(ctypes.Structure):
                 ("metadata_bytes", c_u64), ("nregions", c_uint),
                 ("region", RegionStats * STATS_REGIONS),
                 ("served_calls", c_u64), ("bias_revocations", c_u64),
-                ("deferred_frees", c_u64), ("deferred_free_errors", c_u64)]
+                ("deferred_frees", c_u64), ("deferred_free_errors", c_u64),
+                ("alloc_failures_nospc", c_u64), ("extents_hist", c_u64 * EXTENTS_HIST),
+                ("evict_age_hist", c_u64 * AGE_HIST), ("evict_age_ns", c_u64),
+                ("oldest_pin_ns", c_u64)]
+
+
+class PagePeer(ctypes.Structure):
+    _fields_ = [("peer", c_u64), ("transfers", c_u64), ("failures", c_u64), ("bytes", c_u64)]
+
+
+class PageXfer(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("endpoints", c_u64), ("transfers", c_u64),
+                ("failures", c_u64), ("timeouts", c_u64), ("refused", c_u64),
+                ("ops", c_u64), ("bytes", c_u64), ("pages", c_u64), ("peer_failures", c_u64),
+                ("lat_le_ns", c_u64 * PAGE_XFER_LAT), ("lat_count", c_u64 * PAGE_XFER_LAT),
+                ("lat_n", c_u64), ("lat_sum_ns", c_u64), ("npeers", c_uint),
+                ("peer", PagePeer * PAGE_XFER_PEERS)]
+
+
+class Page(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("name", ctypes.c_char * PAGE_NAME_MAX),
+                ("label", ctypes.c_char * LABEL_MAX), ("pid", c_int), ("flags", c_uint),
+                ("pool_id", c_u64), ("pid_start", c_u64), ("created_ns", c_u64),
+                ("published_ns", c_u64), ("interval_ns", c_u64), ("publishes", c_u64),
+                ("free_room_low", ctypes.c_double), ("free_room_high", ctypes.c_double),
+                ("stats", Stats), ("xfer", PageXfer)]
 
 
 EVICT_FN = ctypes.CFUNCTYPE(None, c_void_p, c_u64, ctypes.POINTER(Extent), c_uint)
@@ -123,6 +151,10 @@ _PROTOS = {
     "hkv_free_slots": (c_int, [_P, ctypes.POINTER(ctypes.POINTER(c_u64)),
                                ctypes.POINTER(c_u64)]),
     "hkv_strerror": (ctypes.c_char_p, [c_int]),
+    "hkv_pool_label": (ctypes.c_char_p, [_P]),
+    "hkv_stats_publish": (c_int, [_P]),
+    "hkv_page_dir": (c_int, [ctypes.c_char_p, ctypes.c_size_t]),
+    "hkv_page_read": (c_int, [ctypes.c_char_p, ctypes.POINTER(Page)]),
 }
 
 

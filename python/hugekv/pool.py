@@ -118,11 +118,13 @@ class Pool:
     rather than fall back. free_room: (low, high) watermark fractions for
     allocations with evict=True. chunk_bytes: registration chunk cap (extents
     never cross one). evict_window: victim window among the coldest units.
+    label: a short human label (at most 63 bytes, no control characters)
+    shown beside the pool's id by its stats, its metrics and the tools.
     """
 
     def __init__(self, npages, page_bytes=0, *, nlanes=1, backing="auto",
                  numa_node=-1, strict=False, prefault=True, prefault_threads=0,
-                 free_room=(0.0, 0.0), chunk_bytes=0, evict_window=0):
+                 free_room=(0.0, 0.0), chunk_bytes=0, evict_window=0, label=None):
         self._h = None
         npages = _index(npages, "npages", 1)
         page_bytes = _index(page_bytes, "page_bytes")
@@ -148,6 +150,10 @@ class Pool:
         o.prefault_threads = prefault_threads
         o.free_room_low, o.free_room_high = low, high
         o.chunk_bytes, o.evict_window = chunk_bytes, evict_window
+        if label is not None:
+            if not isinstance(label, str):
+                raise TypeError(f"label must be a str, got {type(label).__name__}")
+            o.label = label.encode()      # the library keeps its own copy
         out = ctypes.c_void_p()
         err = lib.hkv_pool_create(ctypes.byref(o), ctypes.byref(out))
         if err:
@@ -156,6 +162,7 @@ class Pool:
         self._h = _Handle(out.value)
         self._ptr = out.value
         self.npages, self.page_bytes, self.nlanes = npages, page_bytes, nlanes
+        self.free_room = (low, high)
         self._tls = threading.local()
         self._slots_keeper = None   # weakref to the last zero-copy free_slots view
         self._evict_fn = None
@@ -318,6 +325,18 @@ class Pool:
         if err:
             raise error(err, "hkv_check")
 
+    @property
+    def label(self):
+        """The pool's label ("" if none)."""
+        return lib.hkv_pool_label(self._live()).decode(errors="replace")
+
+    def publish(self):
+        """Publish the pool's stats page now (hkv_stats_publish()); raises
+        Error(ENOENT) when the pool has no page (HUGEKV_STATS_INTERVAL_MS=0)."""
+        err = lib.hkv_stats_publish(self._live())
+        if err:
+            raise error(err, "hkv_stats_publish")
+
     def stats(self):
         """A snapshot: a dict keyed by struct hkv_stats' field names; per-lane
         lists cut to the pool's lanes, "region" a list of dicts."""
@@ -335,7 +354,7 @@ class Pool:
             v = getattr(st, name)
             if name.startswith("lane_"):
                 v = list(v)[:nl]
-            elif name in ("ufi_size", "ufi"):
+            elif name in ("ufi_size", "ufi", "extents_hist", "evict_age_hist"):
                 v = list(v)
             elif name == "region":
                 v = [{f: getattr(r, f) for f, _ in _lib.RegionStats._fields_}
