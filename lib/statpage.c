@@ -339,7 +339,7 @@ void statpage_start(struct hkv_pool *pool)
 	err = page_map(pg, pool);
 	if (err) {
 		hkv_log(HKV_LOG_WARN, "pool %llu: no stats page: %s",
-			(unsigned long long)pool->id, hkv_strerror(err));
+			(unsigned long long)pool->id, strerror(-err));
 		free(pg);
 		return;
 	}
