@@ -69,6 +69,8 @@ void xf_stats_submit(struct xf_stats *s, const struct xf_tx *tx);
 void xf_stats_done(struct xf_stats *s, const struct xf_tx *tx, uint64_t ns);
 void xf_hist_add(struct xf_hist *h, uint64_t v);
 uint64_t xf_hist_pct(const struct xf_hist *h, double pct);
+/* metrics.c: the figures into the pool's stats page (rate-limited) */
+void xf_metrics_publish(struct hkv_xfer *x, bool force);
 
 /* ---- reg.c -------------------------------------------------------------- */
 

@@ -409,6 +409,57 @@ def test_top_json_once():
         e.close()
 
 
+# ---- transfers ----------------------------------------------------------------------
+def test_transfer_metrics():
+    """hkv-xfer send's endpoint publishes into its pool's page while it runs"""
+    xfer = os.path.join(BUILD, "hkv-xfer")
+    if not os.path.exists(xfer):
+        raise Skip("hkv-xfer not built (libucx-dev missing)")
+    e = Env()
+    try:
+        common = ["--pages", "512", "--xfer-pages", "16", "--total-pages", "128"]
+        srv = e.spawn([xfer, "serve", "--listen", "127.0.0.1:0"] + common,
+                      stdout=subprocess.PIPE, text=True)
+        m = re.search(r"listening on port (\d+)", srv.stdout.readline())
+        assert m, "no port from hkv-xfer serve"
+        snd = e.spawn([xfer, "send", "--connect", "127.0.0.1:" + m.group(1), "--rounds", "400"]
+                      + common, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def sender_text():
+            _, t, _ = run([HKVCTL, "metrics", "--format", "prometheus", "--dir", e.rt], 0)
+            n = re.search(r'^hugekv_transfers_total\{pool="%d\.\d+",label=""\} (\d+)$'
+                          % snd.pid, t, re.M)
+            return t if n and int(n.group(1)) >= 10 else None
+        text = wait_for("transfers in the sender's page", sender_text, 60, 0.2)
+
+        def val(name, extra=""):
+            m = re.search(r'^%s\{pool="%d\.\d+",label=""%s\} (\S+)$' % (name, snd.pid,
+                                                                        re.escape(extra)),
+                          text, re.M)
+            assert m, (name, extra)
+            return float(m.group(1))
+        n = val("hugekv_transfers_total")
+        fails = sum(val("hugekv_transfer_failures_total", ',reason="%s"' % r)
+                    for r in ("timeout", "refused", "error"))
+        assert fails == 0, fails
+        assert val("hugekv_transfer_bytes_total") == n * 16 * 65536
+        assert val("hugekv_transfer_pages_total") == n * 16
+        assert val("hugekv_transfer_latency_seconds_count") == n
+        assert val("hugekv_transfer_latency_seconds_bucket", ',le="+Inf"') == n
+        assert 0 < val("hugekv_transfer_latency_seconds_sum") < n * 10
+        assert val("hugekv_peer_transfers_total", ',peer="1"') == n
+        assert val("hugekv_peer_transfer_bytes_total", ',peer="1"') == n * 16 * 65536
+        assert val("hugekv_transfer_operations_total") >= n
+        pt = shutil.which("promtool")
+        if pt:
+            rc, out, err = run([pt, "check", "metrics"], stdin=text)
+            assert rc == 0 and not out.strip(), (out, err)
+        snd.kill()
+        srv.kill()
+    finally:
+        e.close()
+
+
 # ---- usage ------------------------------------------------------------------------
 def test_usage():
     for sub in ("metrics", "top"):
@@ -441,7 +492,8 @@ def test_usage():
 
 TESTS = [test_usage, test_pages_published_and_removed, test_stale_after_kill9,
          test_promtool_rules, test_dashboard_json, test_promtool_metrics_and_textfile,
-         test_top_json_once, test_top_in_tmux, test_prometheus_scrapes_listen]
+         test_top_json_once, test_top_in_tmux, test_transfer_metrics,
+         test_prometheus_scrapes_listen]
 
 
 def main():
