@@ -460,6 +460,29 @@ def test_transfer_metrics():
         e.close()
 
 
+# ---- hkv-trace names pools by their labels -------------------------------------------
+def test_trace_shows_labels():
+    trace = os.path.join(BUILD, "hkv-trace")
+    if os.geteuid() != 0 or not os.path.exists(trace):
+        raise Skip("hkv-trace needs root (BPF) and its build")
+    e = Env()
+    try:
+        w, pid, a, b = start_workload(e)
+        rc, out, err = run([trace, "live", "-p", str(pid), "-d", "2", "--json"], env=e.env)
+        if rc != 0 and "BTF" in err:
+            raise Skip("no BPF here: " + err.strip()[-200:])
+        assert rc == 0, err
+        j = json.loads(out)
+        labels = {p["pool"]: p["label"] for p in j["pools"]}
+        assert labels.get(a) == L2 and labels.get(b, GPU) == GPU, labels
+        rc, out, err = run([trace, "live", "-p", str(pid), "-d", "1"], env=e.env)
+        assert rc == 0 and "LABEL" in out and L2 in out, out
+        w.send_signal(signal.SIGTERM)
+        w.wait(timeout=20)
+    finally:
+        e.close()
+
+
 # ---- usage ------------------------------------------------------------------------
 def test_usage():
     for sub in ("metrics", "top"):
@@ -492,7 +515,7 @@ def test_usage():
 
 TESTS = [test_usage, test_pages_published_and_removed, test_stale_after_kill9,
          test_promtool_rules, test_dashboard_json, test_promtool_metrics_and_textfile,
-         test_top_json_once, test_top_in_tmux, test_transfer_metrics,
+         test_top_json_once, test_top_in_tmux, test_transfer_metrics, test_trace_shows_labels,
          test_prometheus_scrapes_listen]
 
 
