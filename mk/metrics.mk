@@ -17,3 +17,10 @@ check-metrics: $(BUILD)/hkvctl $(METRICS_WORKLOAD)
 	$(Q)tests/metrics/run --build $(BUILD)
 
 CHECK_EXTRA	+= check-metrics
+
+# the alerting rules and the dashboard, for the operator to copy and tune
+install::
+	install -d $(DESTDIR)$(PREFIX)/share/hugekv/prometheus $(DESTDIR)$(PREFIX)/share/hugekv/grafana
+	install -m 0644 contrib/prometheus/hugekv-rules.yml contrib/prometheus/hugekv-rules.test.yml \
+		$(DESTDIR)$(PREFIX)/share/hugekv/prometheus/
+	install -m 0644 contrib/grafana/hugekv-dashboard.json $(DESTDIR)$(PREFIX)/share/hugekv/grafana/
