@@ -483,6 +483,40 @@ def test_trace_shows_labels():
         e.close()
 
 
+# ---- without root ---------------------------------------------------------------------
+def test_unprivileged_reader():
+    """a user's pools publish under its XDG_RUNTIME_DIR; hkvctl of the same
+    user reads them, another user cannot"""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        raise Skip("needs root to become another user (setpriv)")
+    e = Env()
+    try:
+        xdg = os.path.join(e.tmp, "xdg")
+        os.mkdir(xdg, 0o700)
+        os.chown(xdg, 65534, 65534)
+        os.chmod(e.tmp, 0o755)
+        nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i",
+                  "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + xdg, "HUGEKV_STATS_INTERVAL_MS=200"]
+        w = e.spawn(nobody + [WORKLOAD, os.path.join(xdg, "stats.json")],
+                    stdout=subprocess.PIPE, text=True)
+        line = w.stdout.readline().split()
+        assert line and line[0] == "ready", line
+        j = run_json(nobody + [HKVCTL, "metrics", "--json"])
+        assert j["dir"] == os.path.join(xdg, "hugekv"), j["dir"]
+        assert sorted(x["label"] for x in j["pools"]) == sorted([L2, GPU]), j
+        assert not any(x["stale"] for x in j["pools"])
+        other = [setpriv, "--reuid=65533", "--regid=65533", "--clear-groups", "env", "-i",
+                 "PATH=/usr/bin:/bin"]
+        rc, _, err = run(other + [HKVCTL, "metrics", "--dir", os.path.join(xdg, "hugekv")])
+        assert rc == 1 and "Permission denied" in err, (rc, err)
+        w.send_signal(signal.SIGTERM)
+        assert w.wait(timeout=20) == 0
+        assert os.listdir(os.path.join(xdg, "hugekv")) == []
+    finally:
+        e.close()
+
+
 # ---- usage ------------------------------------------------------------------------
 def test_usage():
     for sub in ("metrics", "top"):
@@ -516,7 +550,7 @@ def test_usage():
 TESTS = [test_usage, test_pages_published_and_removed, test_stale_after_kill9,
          test_promtool_rules, test_dashboard_json, test_promtool_metrics_and_textfile,
          test_top_json_once, test_top_in_tmux, test_transfer_metrics, test_trace_shows_labels,
-         test_prometheus_scrapes_listen]
+         test_unprivileged_reader, test_prometheus_scrapes_listen]
 
 
 def main():
