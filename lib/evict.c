@@ -160,7 +160,7 @@ static const uint64_t age_le_ms[HKV_AGE_HIST - 1] = { 10, 100, 1000, 10000, 6000
 
 static void evicted(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u, int reason)
 {
-	uint64_t age = os->now_ns() - u->used_ns;
+	uint64_t age = res_now() - u->used_ns;
 	unsigned b = 0;
 
 	while (b < HKV_AGE_HIST - 1 && age > age_le_ms[b] * 1000000ull)

@@ -15,6 +15,8 @@
 #ifndef HKV_RES_H
 #define HKV_RES_H
 
+#include <time.h>
+
 #include "internal.h"
 
 #define RES_DEF_WINDOW	1	/* plain LRU: a window of 8 measured no gain */
@@ -30,8 +32,8 @@
  * @home_pages: pages of the unit inside @home (what evicting it frees there)
  * @pins: pin count
  * @home: lane whose LRU list holds the unit (lane of its first page at add)
- * @used_ns: os->now_ns() at the last add/touch (evicted-unit age)
- * @pinned_ns: os->now_ns() when the pin count left 0
+ * @used_ns: res_now() at the last add/touch (evicted-unit age)
+ * @pinned_ns: res_now() when the pin count left 0
  * @pin_prev: older neighbour in the list of pinned units
  * @pin_next: newer neighbour
  * @n: number of extents
@@ -109,6 +111,21 @@ static inline bool res_lane_room(const struct hkv_pool *pool, unsigned lane, uin
 				 bool contig)
 {
 	return contig ? res_largest_of(pool, lane) >= n : res_free_of(pool, lane) >= n;
+}
+
+/*
+ * The time of unit events (last add or touch, first pin, eviction): ages
+ * for hkv_stats (evicted-unit age, oldest pin), reported from 10 ms up, so
+ * the coarse clock does (a tick's resolution, 4 ms at HZ=250) at a quarter
+ * of CLOCK_MONOTONIC's cost on the add and touch paths. Not the os table's
+ * clock: no test replaces it, and a replaced one would not be coarse.
+ */
+static inline uint64_t res_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- unit.c ---- */

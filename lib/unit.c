@@ -128,7 +128,7 @@ void unit_lru_unlink(struct hkv_res *r, struct res_unit *u)
 static void lru_make_hot(struct hkv_res *r, struct res_unit *u)
 {
 	u->stamp = ++r->clock;
-	u->used_ns = os->now_ns();
+	u->used_ns = res_now();
 	lru_insert_after(r, r->lru[u->home].tail, u);
 }
 
@@ -424,7 +424,7 @@ HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 		pool->res->pinned_units++;
 		pool->res->pinned_pages += u->npages;
 		res_evictable(pool->res, u, false);
-		u->pinned_ns = os->now_ns();
+		u->pinned_ns = res_now();
 		unit_pin_link(pool->res, u, NULL);
 	}
 	res_unlock(pool);
