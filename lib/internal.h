@@ -528,28 +528,7 @@ struct lane_counters {
 	uint64_t allocs, alloc_failures, frees, extents_returned;
 	uint64_t multi_extent_allocs, pages_allocated, pages_freed;
 	uint64_t served_calls;		/* lane_call()s run for a waiting caller */
-	/* off the one-extent path: failures by reason, multi-extent answers
-	 * by size (hkv_stats extents_hist; its first range is allocs minus
-	 * multi_extent_allocs) */
-	uint64_t alloc_nospc;
-	uint64_t extents_hist[HKV_EXTENTS_HIST];
 };
-
-/* count a failed allocation (-ENOMEM or -ENOSPC) */
-static inline void lane_count_failure(struct lane_counters *c, long err)
-{
-	c->alloc_failures++;
-	c->alloc_nospc += err == -ENOSPC;
-}
-
-/* count an allocation answered with k > 1 extents */
-static inline void lane_count_multi(struct lane_counters *c, long k)
-{
-	unsigned b = k <= 2 ? 1 : k <= 4 ? 2 : k <= 8 ? 3 : k <= 16 ? 4 : 5;
-
-	c->multi_extent_allocs++;
-	c->extents_hist[b]++;
-}
 
 struct lane;
 struct lane_call;
@@ -870,9 +849,31 @@ struct hkv_pool {
 	pthread_mutex_t slots_lock;
 	uint64_t *slots, nslots, slots_gen;
 	bool slots_valid;
-	char label[HKV_LABEL_MAX];	/* opts.label points here */
+	char *label;			/* the pool's copy ("" if none) */
 	struct statpage *page;		/* statpage.c, or NULL */
+	/* off the one-extent path, so per pool (atomic adds): failures with
+	 * -ENOSPC, and multi-extent answers by size (hkv_stats extents_hist;
+	 * its first range, one extent, is allocs - multi_extent_allocs) */
+	uint64_t alloc_nospc;
+	uint64_t extents_hist[HKV_EXTENTS_HIST];
 };
+
+/* count a failed allocation (-ENOMEM or -ENOSPC) */
+static inline void lane_count_failure(struct hkv_pool *pool, struct lane_counters *c, long err)
+{
+	c->alloc_failures++;
+	if (err == -ENOSPC)
+		HKV_ADD(&pool->alloc_nospc, 1);
+}
+
+/* count an allocation answered with k > 1 extents */
+static inline void lane_count_multi(struct hkv_pool *pool, struct lane_counters *c, long k)
+{
+	unsigned b = k <= 2 ? 1 : k <= 4 ? 2 : k <= 8 ? 3 : k <= 16 ? 4 : 5;
+
+	c->multi_extent_allocs++;
+	HKV_ADD(&pool->extents_hist[b], 1);
+}
 
 void pool_bits_unsettle(struct hkv_pool *pool);
 void pool_bits_settle(struct hkv_pool *pool);

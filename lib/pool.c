@@ -4,8 +4,6 @@
  * and the single-lane entry points: hkv_alloc(), the lane range, free pages,
  * page addresses and regions. Calls that span lanes are in multi.c.
  */
-#include <stdio.h>
-
 #include "lane_one.h"
 
 static uint64_t pool_ids;
@@ -62,8 +60,11 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	err = opts_effective(opts, &pool->opts);
 	if (err)
 		goto free_pool;
-	if (pool->opts.label)	/* the pool's own copy: the caller's may go */
-		snprintf(pool->label, sizeof(pool->label), "%s", pool->opts.label);
+	/* the pool's own copy: the caller's may go (opts.label points here) */
+	pool->label = strdup(pool->opts.label ? pool->opts.label : "");
+	err = pool->label ? 0 : -ENOMEM;
+	if (err)
+		goto free_pool;
 	pool->opts.label = pool->label[0] ? pool->label : NULL;
 	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
 	pool->fork_gen = fork_generation();
@@ -99,6 +100,7 @@ destroy_arena:
 	if (pool->arena)
 		arena_destroy(pool->arena);
 free_pool:
+	free(pool->label);
 	free(pool);
 	return err;
 }
@@ -125,6 +127,7 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 		free(pool->arena);	/* the struct only: nothing of it is mapped here */
 	else if (pool->arena)
 		arena_destroy(pool->arena);
+	free(pool->label);
 	free(pool);
 }
 

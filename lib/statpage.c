@@ -415,7 +415,7 @@ HKV_API int hkv_page_set_xfer(struct hkv_pool *pool, const struct hkv_page_xfer 
 
 HKV_API const char *hkv_pool_label(const struct hkv_pool *pool)
 {
-	return pool ? pool->label : "";
+	return pool && pool->label ? pool->label : "";
 }
 
 /* ---- readers ------------------------------------------------------------ */
@@ -495,7 +495,7 @@ HKV_API int hkv_page_read(const char *path, struct hkv_page *out)
 
 	if (!path || !out || out->sz < sizeof(*out))
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);	/* a FIFO: no wait */
 	if (fd < 0)
 		return -errno;
 	err = fstat(fd, &sb) ? -errno : 0;

@@ -28,9 +28,6 @@ static void add_lane(struct hkv_stats *st, const struct lane *l, unsigned i,
 	st->pages_freed += l->c.pages_freed;
 	st->served_calls += l->c.served_calls;
 	st->bias_revocations += l->revocations;
-	st->alloc_failures_nospc += l->c.alloc_nospc;
-	for (j = 1; j < HKV_EXTENTS_HIST; j++)
-		st->extents_hist[j] += l->c.extents_hist[j];
 	q = __atomic_load_n(&l->defer, __ATOMIC_ACQUIRE);
 	if (q) {		/* the lane is locked: its queue was run */
 		st->deferred_frees += q->ran;
@@ -75,6 +72,9 @@ HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 		s.ufi_size[i] = ufi_sizes[i];
 		s.ufi[i] = s.free_pages ? (double)(s.free_pages - usable[i]) / s.free_pages : 0;
 	}
+	s.alloc_failures_nospc = HKV_LOAD(&pool->alloc_nospc);
+	for (i = 1; i < HKV_EXTENTS_HIST; i++)
+		s.extents_hist[i] = HKV_LOAD(&pool->extents_hist[i]);
 	s.extents_hist[0] = s.allocs - s.multi_extent_allocs;
 	if (s.allocs) {
 		s.extents_per_alloc = (double)s.extents_returned / s.allocs;
