@@ -50,6 +50,7 @@ static void lanes_destroy(struct hkv_pool *pool)
 HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **out)
 {
 	struct hkv_pool *pool;
+	size_t label_len;
 	int err;
 
 	if (!out)
@@ -60,11 +61,14 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	err = opts_effective(opts, &pool->opts);
 	if (err)
 		goto free_pool;
-	/* the pool's own copy: the caller's may go (opts.label points here) */
-	pool->label = strdup(pool->opts.label ? pool->opts.label : "");
+	/* the pool's own copy: the caller's may go (opts.label points here);
+	 * malloc, not strdup, whose allocation an interposed malloc misses */
+	label_len = pool->opts.label ? strlen(pool->opts.label) : 0;	/* < HKV_LABEL_MAX */
+	pool->label = malloc(label_len + 1);
 	err = pool->label ? 0 : -ENOMEM;
 	if (err)
 		goto free_pool;
+	memcpy(pool->label, label_len ? pool->opts.label : "", label_len + 1);
 	pool->opts.label = pool->label[0] ? pool->label : NULL;
 	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
 	pool->fork_gen = fork_generation();
