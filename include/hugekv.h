@@ -867,8 +867,8 @@ struct hkv_page_peer {
  * @pages: pages moved by successful transfers
  * @peer_failures: connections that failed
  * @lat_le_ns: upper bounds of the latency buckets, ascending
- * @lat_count: successful transfers with a latency up to @lat_le_ns[i]
- *	(cumulative, as Prometheus buckets are)
+ * @lat_count: per bound of @lat_le_ns, the successful transfers with a
+ *	latency up to it (cumulative, as Prometheus buckets are)
  * @lat_n: successful transfers timed
  * @lat_sum_ns: their latencies summed (each to within 1/32, as recorded)
  * @npeers: entries of @peer written

@@ -227,10 +227,10 @@ static void page_write(struct statpage *pg, const struct hkv_stats *st, uint64_t
 {
 	struct page_hdr *h = pg->hdr;
 	char *body = (char *)h + h->hdr_bytes;
-	uint64_t seq = h->seq;
+	/* odd before any figure: an acquiring read-modify-write keeps the
+	 * stores after it (a full barrier on x86) */
+	uint64_t seq = __atomic_fetch_add(&h->seq, 1, __ATOMIC_ACQ_REL);
 
-	__atomic_store_n(&h->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);	/* odd before any figure */
 	memcpy(body, st, sizeof(*st));
 	memcpy(body + h->stats_bytes, &pg->xfer, sizeof(pg->xfer));
 	h->published_ns = now;
@@ -438,9 +438,9 @@ static int page_copy(int fd, char *buf, size_t len)
 	uint64_t s;
 
 	for (int i = 0; i < PAGE_TRIES; i++) {
+		/* two system calls: the second reads after the first */
 		if (pread(fd, buf, len, 0) != (ssize_t)len)
 			return -EPROTO;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (pread(fd, &s, sizeof(s), offsetof(struct page_hdr, seq)) != sizeof(s))
 			return -EPROTO;
 		if (!(s & 1) && s == h->seq)
