@@ -274,6 +274,36 @@ static void test_json_get_u64(void **state)
 	assert_true(v == 5);
 }
 
+static void test_json_get_u64_array(void **state)
+{
+	static const char doc[] =
+		"{\"timestamp\": 0, \"ids\": [0, 17 , 18446744073709551615], \"none\": [],"
+		" \"n\": null, \"neg\": [1, -2], \"mix\": [1, \"2\"], \"frac\": [1.5],"
+		" \"x\": {\"ids\": [9]}, \"bad\": [1,]}";
+	uint64_t v[4] = { 5, 5, 5, 5 };
+	size_t n = 99;
+
+	(void)state;
+	assert_int_equal(json_get_u64_array(doc, "ids", v, 4, &n), 0);
+	assert_int_equal(n, 3);
+	assert_true(v[0] == 0 && v[1] == 17 && v[2] == UINT64_MAX);
+	assert_int_equal(json_get_u64_array(doc, "none", v, 4, &n), 0);
+	assert_int_equal(n, 0);
+	n = 99;
+	assert_int_equal(json_get_u64_array(doc, "ids", v, 2, &n), -E2BIG);
+	assert_int_equal(json_get_u64_array(doc, "n", v, 4, &n), -ENODATA);
+	assert_int_equal(json_get_u64_array(doc, "neg", v, 4, &n), -EINVAL);
+	assert_int_equal(json_get_u64_array(doc, "mix", v, 4, &n), -EINVAL);
+	assert_int_equal(json_get_u64_array(doc, "frac", v, 4, &n), -EINVAL);
+	assert_int_equal(json_get_u64_array(doc, "timestamp", v, 4, &n), -EINVAL);
+	assert_int_equal(json_get_u64_array("{\"a\": [1]}", "b", v, 4, &n), -ENOENT);
+	assert_int_equal(json_get_u64_array("{\"a\": [1, 2", "a", v, 4, &n), -EINVAL);
+	assert_int_equal(n, 99);	/* untouched on failure */
+	/* only the top-level member; a malformed member ends the search */
+	assert_int_equal(json_get_u64_array("{\"x\": {\"a\": [9]}}", "a", v, 4, &n), -ENOENT);
+	assert_int_equal(json_get_u64_array(doc, "zzz", v, 4, &n), -EINVAL);
+}
+
 static void test_version(void **state)
 {
 	(void)state;
@@ -292,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_parse_count),
 		cmocka_unit_test(test_parse_int_double),
 		cmocka_unit_test(test_json_get_u64),
+		cmocka_unit_test(test_json_get_u64_array),
 		cmocka_unit_test(test_version),
 	};
 

@@ -47,6 +47,7 @@ struct bench {
 };
 
 extern const struct bench bench_churn, bench_scale, bench_lanes, bench_evict;
+extern const struct bench bench_replay;
 /* weak: a binary built without them says so */
 extern const struct bench bench_prefault __attribute__((weak));
 extern const struct bench bench_access __attribute__((weak));

@@ -113,10 +113,11 @@ static const char *value(const char *p, int depth)
 	return p;
 }
 
-int json_get_u64(const char *text, const char *key, uint64_t *out)
+/* the value of the top-level member @key: 0 with *v on it and *end past
+ * it, -ENOENT or -EINVAL */
+static int member(const char *text, const char *key, const char **v, const char **end)
 {
-	const char *p = ws(text), *v, *end;
-	char num[32];
+	const char *p = ws(text);
 	bool same;
 
 	if (*p != '{')
@@ -130,27 +131,81 @@ int json_get_u64(const char *text, const char *key, uint64_t *out)
 		p = ws(p);
 		if (*p++ != ':')
 			return -EINVAL;
-		v = ws(p);
-		if (!(end = value(v, 1)))
+		*v = ws(p);
+		if (!(*end = value(*v, 1)))
 			return -EINVAL;
-		if (same) {
-			if (!strncmp(v, "null", 4))
-				return -ENODATA;
-			if ((size_t)(end - v) >= sizeof(num))
-				return -EINVAL;
-			memcpy(num, v, (size_t)(end - v));
-			num[end - v] = 0;
-			/* digits only: the count parser without its suffixes */
-			for (const char *c = num; *c; c++)
-				if (!isdigit((unsigned char)*c))
-					return -EINVAL;
-			return tool_parse_count(num, out) ? -EINVAL : 0;
-		}
-		p = ws(end);
+		if (same)
+			return 0;
+		p = ws(*end);
 		if (*p == '}')
 			return -ENOENT;
 		if (*p++ != ',')
 			return -EINVAL;
 		p = ws(p);
 	}
+}
+
+/* the non-negative integer from @v to @end */
+static int number(const char *v, const char *end, uint64_t *out)
+{
+	char num[32];
+
+	if (end <= v || (size_t)(end - v) >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, v, (size_t)(end - v));
+	num[end - v] = 0;
+	/* digits only: the count parser without its suffixes */
+	for (const char *c = num; *c; c++)
+		if (!isdigit((unsigned char)*c))
+			return -EINVAL;
+	return tool_parse_count(num, out) ? -EINVAL : 0;
+}
+
+int json_get_u64(const char *text, const char *key, uint64_t *out)
+{
+	const char *v, *end;
+	int err = member(text, key, &v, &end);
+
+	if (err)
+		return err;
+	if (!strncmp(v, "null", 4))
+		return -ENODATA;
+	return number(v, end, out);
+}
+
+int json_get_u64_array(const char *text, const char *key, uint64_t *out, size_t max,
+		       size_t *n)
+{
+	const char *v, *end, *p, *e;
+	size_t k = 0;
+	int err = member(text, key, &v, &end);
+
+	if (err)
+		return err;
+	if (!strncmp(v, "null", 4))
+		return -ENODATA;
+	if (*v != '[')
+		return -EINVAL;
+	p = ws(v + 1);
+	if (*p == ']') {
+		*n = 0;
+		return 0;
+	}
+	for (;;) {
+		if (!(e = value(p, 2)) || (*p < '0' || *p > '9'))
+			return -EINVAL;
+		if (k == max)
+			return -E2BIG;
+		if (number(p, e, &out[k]))
+			return -EINVAL;
+		k++;
+		p = ws(e);
+		if (*p == ']')
+			break;
+		if (*p++ != ',')
+			return -EINVAL;
+		p = ws(p);
+	}
+	*n = k;
+	return 0;
 }
