@@ -26,6 +26,9 @@
 
 static char dir[256], path[512];
 static int done;
+/* counted in the threads, asserted in the test's own (cmocka's asserts
+ * jump back into the test: only from its thread) */
+static uint64_t bad, reads, publish_errors;
 
 struct worker {
 	struct hkv_pool *pool;
@@ -49,42 +52,44 @@ static void *work(void *arg)
 		}
 		if (!hkv_unit_pin(w->pool, base + i))
 			hkv_unit_unpin(w->pool, base + i);
-		if (w->idx == 0 && i % 256 == 0)
-			assert_int_equal(hkv_stats_publish(w->pool), 0);
+		if (w->idx == 0 && i % 256 == 0 && hkv_stats_publish(w->pool))
+			__atomic_add_fetch(&publish_errors, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
 
-static void check(const struct hkv_page *pg, uint64_t *last)
+/* one publication's figures agree with each other (hkv_stats() reads the
+ * lanes, then the units: across them it is a near snapshot only) */
+static bool consistent(const struct hkv_page *pg, uint64_t *last)
 {
 	const struct hkv_stats *st = &pg->stats;
 	uint64_t lanes = 0;
+	bool ok;
 
 	for (unsigned i = 0; i < st->nlanes; i++)
 		lanes += st->lane_free_pages[i];
-	assert_int_equal(lanes, st->free_pages);
-	assert_true(st->pinned_pages <= st->unit_pages);
-	assert_true(st->unit_pages + st->free_pages <= st->npages);
-	assert_true(st->extents_hist[0] <= st->allocs);
-	assert_true(pg->published_ns >= *last);
+	ok = lanes == st->free_pages && st->free_pages <= st->npages &&
+	     st->pinned_pages <= st->unit_pages && st->unit_pages <= st->npages &&
+	     st->extents_hist[0] <= st->allocs && pg->published_ns >= *last &&
+	     !strcmp(pg->label, "threads");
 	*last = pg->published_ns;
+	return ok;
 }
 
 static void *reader(void *arg)
 {
 	static struct hkv_page pg;
-	uint64_t last = 0, reads = 0;
+	uint64_t last = 0;
 
 	(void)arg;
 	while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
 		memset(&pg, 0, sizeof(pg));
 		pg.sz = sizeof(pg);
 		if (hkv_page_read(path, &pg) == 0) {
-			check(&pg, &last);
+			bad += !consistent(&pg, &last);
 			reads++;
 		}
 	}
-	assert_true(reads > 0);
 	return NULL;
 }
 
@@ -112,6 +117,9 @@ static void test_publish_under_load(void **state)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 	assert_int_equal(pthread_join(r, NULL), 0);
+	assert_true(reads > 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(publish_errors, 0);
 	assert_int_equal(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 	assert_int_equal(access(path, F_OK), -1);
@@ -128,8 +136,12 @@ static void *churn_pools(void *arg)
 		struct hkv_pool *p;
 		struct hkv_extent e;
 
-		assert_int_equal(hkv_pool_create(&o, &p), 0);
-		assert_int_equal(hkv_alloc(p, 3, 0, 0, &e, 1), 1);
+		if (hkv_pool_create(&o, &p)) {
+			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (hkv_alloc(p, 3, 0, 0, &e, 1) != 1)
+			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
 		hkv_pool_destroy(p);
 	}
 	return NULL;
@@ -140,6 +152,7 @@ static void test_create_destroy_threads(void **state)
 	pthread_t t[4];
 
 	(void)state;
+	bad = 0;
 	snprintf(dir, sizeof(dir), "/tmp/hkv-statpage-thread-%d", (int)getpid());
 	setenv("HUGEKV_RUNTIME_DIR", dir, 1);
 	setenv("HUGEKV_STATS_INTERVAL_MS", "1", 1);
@@ -147,6 +160,7 @@ static void test_create_destroy_threads(void **state)
 		assert_int_equal(pthread_create(&t[i], NULL, churn_pools, NULL), 0);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(bad, 0);
 	assert_int_equal(rmdir(dir), 0);	/* empty: every page went */
 }
 
