@@ -179,6 +179,15 @@ install-lib: lib tools
 	$(call gen_pc,$(DESTDIR)$(PKGCONFIGDIR)/hugekv.pc)
 	$(if $(TOOL_BINS),install -m 0755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/)
 
+.PHONY: uninstall-lib
+uninstall:: uninstall-lib
+
+uninstall-lib:
+	rm -f $(DESTDIR)$(LIBDIR)/libhugekv.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/libhugekv.so $(DESTDIR)$(LIBDIR)/libhugekv.a \
+		$(DESTDIR)$(INCLUDEDIR)/hugekv.h $(DESTDIR)$(PKGCONFIGDIR)/hugekv.pc \
+		$(patsubst %,$(DESTDIR)$(BINDIR)/%,$(notdir $(TOOL_BINS)))
+
 clean:
 	rm -rf build
 
@@ -188,6 +197,7 @@ help:
 	@echo 'make demo       the main job: a short churn on a real hugepage pool'
 	@echo 'make bench      the benchmark suite into bench-results/'
 	@echo 'make install    PREFIX=/usr/local DESTDIR= (library, header, .pc, tools)'
+	@echo 'make uninstall  remove what make install installed (same PREFIX, DESTDIR)'
 	@echo 'make docs       HTML documentation from Kbuild-docs/ (Sphinx)'
 	@echo 'make fuzz-run   libFuzzer on the pool API, FUZZ_TIME=seconds per target'
 	@echo 'options         V=1 verbose, SANITIZE=address,undefined|thread, BUILD=dir'

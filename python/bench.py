@@ -14,7 +14,9 @@ Designs:
   hugekv          hugekv.Pool.alloc/free on an index-only pool of pages
                   (extents in, extents out)
   hugekv_host     hugekv.sglang.HostPoolMixin: SGLang's host-pool surface
-                  (token index tensors in and out, checks included)
+                  (token index tensors in and out, checks included); its
+                  pair p50 against hugekv's is host_vs_pool_pair_p50, held
+                  to <= 2 (goal host_pair_p50_le_2x_pool)
   sglang_host     a model of SGLang's HostKVCache allocator as upstream has
                   it: a torch free_slots tensor sliced on alloc, frees
                   appended to release_slots and merged (torch.cat) only when
@@ -23,7 +25,8 @@ Designs:
   sglang_nocheck  the same without the slot_used checks: the best case of
                   that design
 
-Prints one JSON object (--out FILE writes it there too).
+Prints one JSON object (--out FILE writes it there too), with the load
+average before and after the run: figures from a loaded machine say so.
 """
 import argparse
 import gc
@@ -242,6 +245,7 @@ def main():
     for r in runners:
         r.fill(fill)
         print(f"bench: {r.name} filled {len(fill)} requests", file=sys.stderr)
+    load_before = os.getloadavg()
     gc.disable()
     try:
         for rnd in range(a.rounds):
@@ -257,7 +261,8 @@ def main():
            "occupancy": a.occupancy, "steps": a.steps * a.rounds, "rounds": a.rounds,
            "request_pages": "lognormal(2.0, 1.1) clipped to 1..256", "unit": "ns",
            "python": sys.version.split()[0], "torch": torch.__version__,
-           "library": hugekv.library_path, "designs": {}}
+           "library": hugekv.library_path, "loadavg_before": list(load_before),
+           "loadavg_after": list(os.getloadavg()), "cpus": os.cpu_count(), "designs": {}}
     for r in runners:
         m = min(len(r.ta), len(r.tf))
         pair = np.asarray(r.ta[:m]) + np.asarray(r.tf[:m])
@@ -280,6 +285,10 @@ def main():
                                      for q in ("p50", "p99", "p999", "mean")}
         res["goal"] = {"pair_p50_le_2000ns": d["hugekv"]["pair_p50"] <= 2000,
                        "p99_ratio_ge_50_vs_" + best: res["ratio_pair_p99"] >= 50}
+    if "hugekv" in d and "hugekv_host" in d:
+        r = d["hugekv_host"]["pair_p50"] / d["hugekv"]["pair_p50"]
+        res["host_vs_pool_pair_p50"] = r
+        res.setdefault("goal", {})["host_pair_p50_le_2x_pool"] = r <= 2.0
     if "hugekv" in d:
         st = runners[names.index("hugekv")].pool.stats()
         res["hugekv_extents_per_alloc"] = st["extents_per_alloc"]

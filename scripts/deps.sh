@@ -8,7 +8,7 @@ case ${1:-} in -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; e
 PKGS="build-essential pkg-config libnuma-dev numactl libcmocka-dev
 libhugetlbfs-dev libhugetlbfs-bin libbpf-dev bpftool clang libclang-rt-14-dev llvm libelf-dev
 zlib1g-dev systemtap-sdt-dev bpftrace python3 python3-matplotlib python3-sphinx
-python3-numpy python3-torch python3-pytest python3-pip python3-setuptools python3-wheel
+python3-numpy python3-torch python3-pytest python3-pip python3-setuptools python3-wheel python3-venv
 libucx-dev ucx-utils iproute2 linux-kbuild-6.1 help2man prometheus python3-prometheus-client
 tmux"
 missing=

@@ -9,9 +9,13 @@ Where the library is found, first match wins:
   1. $HUGEKV_LIBRARY (a path to libhugekv.so*),
   2. the build tree this package sits in (<top>/build/libhugekv.so), when
      python/hugekv is inside a hugekv checkout,
-  3. the library directory ``make install`` recorded in _paths.py,
-  4. the soname libhugekv.so.0 through the dynamic loader (LD_LIBRARY_PATH,
-     ldconfig).
+  3. a copy inside the package (hugekv/libhugekv.so.0), which ``pip install``
+     from a built checkout carries,
+  4. the library directory ``make install`` recorded in _paths.py,
+  5. the soname libhugekv.so.0 through the dynamic loader (LD_LIBRARY_PATH,
+     ldconfig),
+  6. the usual install directories (/usr/local/lib, ...) by path, for an
+     install that ldconfig has not been run after.
 """
 import ctypes
 import errno as _errno
@@ -124,6 +128,7 @@ class Page(ctypes.Structure):
 
 
 EVICT_FN = ctypes.CFUNCTYPE(None, c_void_p, c_u64, ctypes.POINTER(Extent), c_uint)
+LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, ctypes.c_char_p)
 
 _P = c_void_p           # struct hkv_pool *
 _PROTOS = {
@@ -151,11 +156,17 @@ _PROTOS = {
     "hkv_free_slots": (c_int, [_P, ctypes.POINTER(ctypes.POINTER(c_u64)),
                                ctypes.POINTER(c_u64)]),
     "hkv_strerror": (ctypes.c_char_p, [c_int]),
+    "hkv_set_log_fn": (None, [LOG_FN, c_void_p]),
     "hkv_pool_label": (ctypes.c_char_p, [_P]),
     "hkv_stats_publish": (c_int, [_P]),
     "hkv_page_dir": (c_int, [ctypes.c_char_p, ctypes.c_size_t]),
     "hkv_page_read": (c_int, [ctypes.c_char_p, ctypes.POINTER(Page)]),
 }
+
+
+# where `make install` puts the library, when the loader's cache lacks it
+_LIBDIRS = ("/usr/local/lib", "/usr/local/lib64", "/usr/lib64",
+            "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
 
 
 def _candidates():
@@ -167,12 +178,16 @@ def _candidates():
     top = os.path.dirname(os.path.dirname(here))
     if os.path.isfile(os.path.join(top, "include", "hugekv.h")):
         out.append(os.path.join(top, "build", "libhugekv.so"))
+    carried = os.path.join(here, SONAME)
+    if os.path.exists(carried):
+        out.append(carried)
     try:
         from . import _paths
         out.append(os.path.join(_paths.LIBDIR, SONAME))
     except ImportError:
         pass
     out.append(SONAME)
+    out += [os.path.join(d, SONAME) for d in _LIBDIRS]
     return out, False
 
 
@@ -181,7 +196,8 @@ def _load():
     tried = []
     for name in names:
         if os.sep in name and not os.path.exists(name):
-            tried.append(f"{name} (missing)")
+            if forced or not name.startswith(_LIBDIRS):
+                tried.append(f"{name} (missing)")
             continue
         try:
             return ctypes.CDLL(name), name

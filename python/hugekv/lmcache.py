@@ -1,25 +1,38 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """LMCache adapter: PagedTensorMemoryAllocator on hugekv.
 
+Follows LMCache 0.5.6 (the current release), lmcache/v1/memory_management.py:
+PagedTensorMemoryAllocator and the callers that build it
+(HostMemoryAllocator, PinMemoryAllocator, ...).
+
 LMCache's paged allocator hands out one fixed-size chunk (page) per memory
-object from a preallocated buffer. This one keeps its surface (allocate,
-all-or-nothing batched_allocate, free, batched_free, memcheck, close) and
-its constructor, ``PagedTensorMemoryAllocator(tensor, shapes, dtypes,
-fmt)``, where ``tensor`` is one of:
+object from a preallocated buffer. This one keeps its surface (allocate
+and all-or-nothing batched_allocate returning None when short, free and
+batched_free skipping invalid objects, as LMCache's do, memcheck, close)
+and its constructor in both spellings LMCache's callers use,
+``PagedTensorMemoryAllocator(tensor=..., shapes=..., dtypes=..., fmt=...)``
+and ``PagedTensorMemoryAllocator(tensor=..., shape=..., dtype=..., fmt=...)``
+(a single torch.Size and dtype), where ``tensor`` is one of:
 
 * a byte count (int): a hugekv memory pool of that many bytes is created
   (hugepages, NUMA-bound, prefaulted; backing/numa_node/chunk_bytes
   keywords), pages of one chunk each;
 * a hugekv.Pool with memory whose page_bytes is the chunk size;
 * a torch tensor (LMCache's own buffer): hugekv keeps the page index in an
-  index-only pool over it.
+  index-only pool over it. It must be contiguous: pages are views of the
+  buffer itself, so a strided or non-contiguous tensor is refused
+  (ValueError) rather than copied, where objects would write into the copy.
 
 batched_allocate takes its pages as contiguous runs where it can, so a
 batch is few transfer descriptors (see ``descriptors``). Importing this
 module does not import LMCache.
 """
+from __future__ import annotations
+
 import enum
+import logging
 import threading
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -100,12 +113,14 @@ class HugeKVMemoryObj:
     def tensor(self):
         if not self._valid:
             return None
+        self.parent_allocator._check_memory()
         s, d = self.meta.shapes[0], self.meta.dtypes[0]
         n = _size_bytes([s], [d])
         return self.raw_data[:n].view(d).view(s)
 
     @property
     def byte_array(self):
+        self.parent_allocator._check_memory()
         return self.raw_data.numpy().tobytes()
 
     def get_size(self):
@@ -141,12 +156,27 @@ class HugeKVMemoryObj:
         return self.meta.pin_count > 0
 
 
+_log = logging.getLogger("hugekv")
+
+
 class PagedTensorMemoryAllocator:
     """LMCache's paged allocator on a hugekv pool (see the module text)."""
 
-    def __init__(self, tensor, shapes, dtypes=None, fmt=MemoryFormat.KV_2LTD, *,
-                 backing="auto", numa_node=-1, chunk_bytes=0, strict=False):
+    def __init__(self, tensor, shapes=None, dtypes=None, fmt=MemoryFormat.KV_2LTD, *,
+                 shape=None, dtype=None, backing="auto", numa_node=-1, chunk_bytes=0,
+                 strict=False):
         torch = _torch()
+        if shape is not None:
+            if shapes is not None:
+                raise TypeError("give shapes= or shape=, not both")
+            shapes = shape
+        if dtype is not None:
+            if dtypes is not None:
+                raise TypeError("give dtypes= or dtype=, not both")
+            dtypes = dtype
+        if shapes is None or dtypes is None:
+            raise TypeError("PagedTensorMemoryAllocator needs shapes (or shape) and "
+                            "dtypes (or dtype)")
         shapes, dtypes = _norm(shapes, dtypes)
         self.shapes, self.dtypes, self.fmt = shapes, dtypes, fmt
         self.shape, self.dtype = shapes[0], dtypes[0]
@@ -171,7 +201,11 @@ class PagedTensorMemoryAllocator:
         elif isinstance(tensor, torch.Tensor):
             if tensor.device.type != "cpu" and tensor.device.type != "cuda":
                 raise ValueError(f"unsupported buffer device {tensor.device}")
-            self.buffer = tensor.view(torch.uint8).reshape(-1)
+            if not tensor.is_contiguous():
+                raise ValueError(f"the buffer must be contiguous (shape {tuple(tensor.shape)}, "
+                                 f"strides {tensor.stride()}): pages are views of it, and a "
+                                 "copy would take the writes")
+            self.buffer = tensor.view(-1).view(torch.uint8)
             size = self.buffer.numel()
             assert size % self.align_bytes == 0, (
                 f"Buffer size {size} must be a multiple of align bytes {self.align_bytes} "
@@ -187,6 +221,12 @@ class PagedTensorMemoryAllocator:
         self.total_allocated_size = 0
         self._lock = threading.Lock()
         self._objs = {}            # page -> live HugeKVMemoryObj
+
+    def _check_memory(self):
+        """Raise Error(ECHILD) in a fork() child when the pages are the
+        pool's own memory, which the child does not have."""
+        if self.pool.page_bytes:
+            self.pool._handle()
 
     def _page_bytes_view(self, page):
         a = page * self.align_bytes
@@ -205,7 +245,8 @@ class PagedTensorMemoryAllocator:
             raise ValueError(f"an object of {need} bytes does not fit a page of "
                              f"{self.align_bytes} bytes")
 
-    def allocate(self, shapes, dtypes=None, fmt=MemoryFormat.KV_2LTD, allocator_type=None):
+    def allocate(self, shapes: Any, dtypes: Any = None, fmt: Any = MemoryFormat.KV_2LTD,
+                 allocator_type: Optional[str] = None) -> Optional[HugeKVMemoryObj]:
         """One page, or None when none is free."""
         shapes, dtypes = _norm(shapes, dtypes if dtypes is not None else self.dtypes[0])
         self._check_fit(shapes, dtypes)
@@ -218,8 +259,9 @@ class PagedTensorMemoryAllocator:
             self.total_allocated_size += self.align_bytes
             return self._make(int(ext[0, 0]), shapes, dtypes, fmt)
 
-    def batched_allocate(self, shapes, dtypes, batch_size, fmt=MemoryFormat.KV_2LTD,
-                         allocator_type=None):
+    def batched_allocate(self, shapes: Any, dtypes: Any, batch_size: int,
+                         fmt: Any = MemoryFormat.KV_2LTD,
+                         allocator_type: Optional[str] = None) -> Optional[List[HugeKVMemoryObj]]:
         """batch_size pages, all or nothing (None), as few runs as possible."""
         shapes, dtypes = _norm(shapes, dtypes)
         self._check_fit(shapes, dtypes)
@@ -237,11 +279,14 @@ class PagedTensorMemoryAllocator:
             self.total_allocated_size += batch_size * self.align_bytes
             return [self._make(p, shapes, dtypes, fmt) for p in pages]
 
-    def free(self, memory_obj, allocator_type=None):
-        """Give the object's page back (an invalid object is ignored)."""
+    def free(self, memory_obj: HugeKVMemoryObj, allocator_type: Optional[str] = None) -> None:
+        """Give the object's page back (an object already freed is ignored)."""
+        if isinstance(memory_obj, HugeKVMemoryObj) and not memory_obj.is_valid():
+            return
         self.batched_free([memory_obj])
 
-    def batched_free(self, memory_objs, allocator_type=None, update_stats=True):
+    def batched_free(self, memory_objs: List[HugeKVMemoryObj],
+                     allocator_type: Optional[str] = None, update_stats: bool = True) -> None:
         """Give pages back: one hugekv call for the batch, runs merged."""
         with self._lock:
             objs = []
@@ -250,6 +295,8 @@ class PagedTensorMemoryAllocator:
                     raise ValueError("memory object was not allocated by this allocator")
                 if o.is_valid() and self._objs.get(o.page) is o:
                     objs.append(o)
+                else:
+                    _log.warning("Trying to free an invalidated MemoryObj")
             if not objs:
                 return
             pages = np.sort(np.array([o.page for o in objs], dtype=np.int64))
@@ -270,7 +317,7 @@ class PagedTensorMemoryAllocator:
         return np.stack([self.buffer_ptr + ext[:, 0] * self.align_bytes,
                          ext[:, 1] * self.align_bytes], axis=1)
 
-    def memcheck(self):
+    def memcheck(self) -> bool:
         """True when the counters agree with the pool and hkv_check passes."""
         with self._lock:
             free = self.pool.available * self.align_bytes

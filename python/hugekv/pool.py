@@ -10,41 +10,89 @@ from several Python threads run in the library at the same time, with the
 library's own locking (calls on different lanes do not contend). Each
 thread gets its own extent buffer.
 
-Lifetime: close() (or leaving the ``with`` block) ends the pool's API at
-once; later calls raise. The memory of a pool whose pages are still viewed
-(page_view, as_array, as_tensor, a zero-copy free_slots) stays mapped until
-the last of those views is released, and is unmapped then: a view never
-dangles.
+Lifetime: a Pool is the one owner of its C pool: it cannot be copied,
+deep-copied or pickled (TypeError; the original is untouched). close() (or
+leaving the ``with`` block) refuses new calls at once, waits for calls
+other threads have in flight, then destroys the C pool; from inside this
+pool's eviction callback it refuses (Error EDEADLK), as the call that runs
+the callback is still in flight. The memory of a pool whose pages are
+still viewed (page_view, as_array, as_tensor, a zero-copy free_slots)
+stays mapped until the last of those views is released, and is unmapped
+then: a view never dangles.
+
+fork(): a pool belongs to the process that created it; its memory is not
+mapped in a child (MADV_DONTFORK). In a child every call on an inherited
+pool raises Error(ECHILD), the memory-handing ones (page_ptr, page_view,
+as_array, as_tensor, regions, descriptors, ...) included; close() there
+frees the child's copy of the bookkeeping. Views made before the fork
+must not be touched in the child.
 """
+from __future__ import annotations
+
 import ctypes
 import errno
 import operator
+import os
 import threading
+import time
 import weakref
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _lib
-from ._lib import Error, CallbackError, error, lib
+from ._lib import Error, CallbackError, OutOfPages, error, lib
 
 LANE_ANY = _lib.LANE_ANY
 _U64_MAX = (1 << 64) - 1
+_I64_MAX = (1 << 63) - 1
 _I64 = np.dtype(np.int64)
 _EMPTY = np.zeros((0, 2), dtype=np.int64)
 _BUF_ROWS = 64
 _hkv_alloc, _hkv_free = lib.hkv_alloc, lib.hkv_free     # hot path: no lookups
+_NOCOPY = ("hugekv.Pool owns its C pool and cannot be copied, deep-copied or "
+           "pickled; share the object itself")
+
+ExtentsLike = Union[np.ndarray, Sequence[Sequence[int]], Any]
+
+# the fork generation this process is in: a child's pools are not its own
+_fork_gen = [0]
+
+
+def _forked():
+    _fork_gen[0] += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 class _Handle:
     """Owns the C pool; hkv_pool_destroy() runs when the last reference
-    (the Pool, or a view's keeper) is gone."""
+    (the Pool, a call in flight, or a view's keeper) is gone.
+
+    ``inflight`` holds one entry per call in flight (list append and pop
+    are atomic under the GIL); ``closing`` refuses new calls."""
 
     live = 0  # handles not yet destroyed, all pools (tests read it)
 
     def __init__(self, ptr):
         self.ptr = ptr
+        self.gen = _fork_gen[0]
+        self.inflight = []
+        self.closing = False
         self.evict_cb = None   # the ctypes callback the C pool points at
+        self.old_cbs = []      # replaced callbacks: another thread may be in one
         _Handle.live += 1
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(_NOCOPY)
+
+    def __copy__(self):
+        raise TypeError(_NOCOPY)
+
+    def __deepcopy__(self, memo):
+        raise TypeError(_NOCOPY)
 
     def __del__(self):
         if self.ptr:
@@ -62,6 +110,29 @@ class _Mem:
                                     "data": (addr, not writable), "version": 3}
 
 
+class _Call:
+    """``with pool._call() as ptr``: one call in flight (close() waits for it)."""
+
+    __slots__ = ("pool", "fl")
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def __enter__(self):
+        h = self.pool._handle()
+        fl = h.inflight
+        fl.append(None)
+        if h.closing:
+            fl.pop()
+            raise ValueError("operation on a closed hugekv.Pool")
+        self.fl = fl
+        return h.ptr
+
+    def __exit__(self, *exc):
+        self.fl.pop()
+        return False
+
+
 def _index(v, what, lo=0, hi=_U64_MAX):
     """v as an int in [lo, hi], else TypeError/ValueError naming @what."""
     if isinstance(v, bool):
@@ -75,9 +146,10 @@ def _index(v, what, lo=0, hi=_U64_MAX):
     return v
 
 
-def as_extents(extents):
+def as_extents(extents: ExtentsLike) -> np.ndarray:
     """extents as a C-contiguous int64 (k, 2) numpy array (copied only when
-    needed). Accepts numpy arrays, torch tensors, (start, len) pairs."""
+    needed). Accepts numpy arrays, torch tensors, (start, len) pairs.
+    Refuses rows whose start + len does not fit int64 (ValueError)."""
     if type(extents) is np.ndarray and extents.dtype == _I64:
         a = extents
     elif hasattr(extents, "detach") and hasattr(extents, "numpy"):   # torch
@@ -89,7 +161,7 @@ def as_extents(extents):
     if a.dtype != _I64:
         if a.dtype.kind not in "iu":
             raise TypeError(f"extents must hold integers, not {a.dtype}")
-        if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        if a.dtype.kind == "u" and a.size and int(a.max()) > _I64_MAX:
             raise ValueError("extent values out of range")
         a = a.astype(np.int64)
     if a.ndim == 1 and a.shape[0] == 2:
@@ -98,14 +170,23 @@ def as_extents(extents):
         raise ValueError(f"extents must have shape (k, 2) rows (start, len), got {a.shape}")
     if not a.flags.c_contiguous:
         a = np.ascontiguousarray(a)
+    if a.shape[0] and ((a[:, 1] > 0) & (a[:, 0] > _I64_MAX - a[:, 1])).any():
+        raise ValueError("an extent's start + len overflows int64")
     return a
+
+
+def _outside(a, npages):
+    """Row mask: empty, negative, or not inside [0, npages) (no overflow:
+    start is bounded before len is compared with what is left)."""
+    s, n = a[:, 0], a[:, 1]
+    return (n <= 0) | (s < 0) | (s > npages) | (n > npages - np.clip(s, 0, npages))
 
 
 def _bad_extents(a, npages):
     """Why the library refused extents: a message for the common causes."""
     if (a[:, 1] <= 0).any():
         return "an extent has len <= 0"
-    if (a[:, 0] < 0).any() or (a[:, 0] + a[:, 1] > npages).any():
+    if _outside(a, npages).any():
         return f"an extent is outside the pool's {npages} pages"
     return "pages not allocated, or named twice"
 
@@ -122,10 +203,28 @@ class Pool:
     shown beside the pool's id by its stats, its metrics and the tools.
     """
 
-    def __init__(self, npages, page_bytes=0, *, nlanes=1, backing="auto",
-                 numa_node=-1, strict=False, prefault=True, prefault_threads=0,
-                 free_room=(0.0, 0.0), chunk_bytes=0, evict_window=0, label=None):
+    npages: int
+    page_bytes: int
+    nlanes: int
+
+    def __init__(self, npages: int, page_bytes: int = 0, *, nlanes: int = 1,
+                 backing: str = "auto", numa_node: int = -1, strict: bool = False,
+                 prefault: bool = True, prefault_threads: int = 0,
+                 free_room: Tuple[float, float] = (0.0, 0.0), chunk_bytes: int = 0,
+                 evict_window: int = 0, label: Optional[str] = None) -> None:
         self._h = None
+        o = self._opts(
+            npages, page_bytes, nlanes=nlanes, backing=backing, numa_node=numa_node,
+            strict=strict, prefault=prefault, prefault_threads=prefault_threads,
+            free_room=free_room, chunk_bytes=chunk_bytes, evict_window=evict_window,
+            label=label)
+        self._adopt(self._create(o))
+        self.free_room = (o.free_room_low, o.free_room_high)   # hugekv.prometheus
+
+    @staticmethod
+    def _opts(npages, page_bytes, *, nlanes, backing, numa_node, strict, prefault,
+              prefault_threads, free_room, chunk_bytes, evict_window, label=None):
+        """A checked struct hkv_pool_opts (named pools add their fields here)."""
         npages = _index(npages, "npages", 1)
         page_bytes = _index(page_bytes, "page_bytes")
         nlanes = _index(nlanes, "nlanes", 1, 0xFFFFFFFE)
@@ -153,49 +252,95 @@ class Pool:
         if label is not None:
             if not isinstance(label, str):
                 raise TypeError(f"label must be a str, got {type(label).__name__}")
-            o.label = label.encode()      # the library keeps its own copy
+            o.label = label.encode()      # kept by o until create; the library copies it
+        return o
+
+    @staticmethod
+    def _create(o):
+        """hkv_pool_create(): the new C pool's address."""
         out = ctypes.c_void_p()
         err = lib.hkv_pool_create(ctypes.byref(o), ctypes.byref(out))
         if err:
-            raise error(err, f"creating a pool of {npages} pages of {page_bytes} bytes "
-                             f"(backing {backing!r}, node {numa_node})")
-        self._h = _Handle(out.value)
-        self._ptr = out.value
-        self.npages, self.page_bytes, self.nlanes = npages, page_bytes, nlanes
-        self.free_room = (low, high)
+            raise error(err, f"creating a pool of {o.npages} pages of {o.page_bytes} bytes "
+                             f"(backing {_lib.BACKING_NAMES.get(o.backing, o.backing)!r}, "
+                             f"node {o.numa_node})")
+        return out.value
+
+    def _adopt(self, ptr):
+        """Become the owner of the C pool at @ptr (created or attached): the
+        geometry is read back from the library."""
+        self._h = _Handle(ptr)
+        st = _lib.Stats()
+        st.sz = ctypes.sizeof(st)
+        err = lib.hkv_stats(ptr, ctypes.byref(st))
+        if err:
+            self._h = None          # the handle destroys the C pool
+            raise error(err, "hkv_stats of a new pool")
+        self.npages, self.page_bytes, self.nlanes = int(st.npages), int(st.page_bytes), \
+            int(st.nlanes)
         self._tls = threading.local()
         self._slots_keeper = None   # weakref to the last zero-copy free_slots view
-        self._evict_fn = None
-        self._cb_thread = None
-        self._base = lib.hkv_page_ptr(self._ptr, 0) if page_bytes else None
+        self._cb_threads = set()    # threads running this pool's evict callback
+        pb, n = self.page_bytes, self.npages
+        self._base = lib.hkv_page_ptr(ptr, 0) if pb else None
         # views address page p at base + p * page_bytes: the arena is one range
-        if page_bytes and lib.hkv_page_ptr(self._ptr, npages - 1) != \
-                self._base + (npages - 1) * page_bytes:
+        if pb and lib.hkv_page_ptr(ptr, n - 1) != self._base + (n - 1) * pb:
             self._base = None
 
     # --- lifetime -------------------------------------------------------
 
-    def close(self):
-        """End the pool's API (idempotent). The memory is unmapped now, or
-        when the last view of it is released."""
-        if self._h is not None:
-            self._ptr = 0
-            self._h = None      # __del__ of the handle destroys, unless views hold it
+    def close(self, timeout: Optional[float] = None) -> None:
+        """End the pool (idempotent): new calls raise at once; calls other
+        threads have in flight are waited for (up to @timeout seconds, then
+        Error(EBUSY) and the pool stays open); then the C pool is destroyed,
+        or when the last view of its memory is released.
+
+        From inside this pool's eviction callback it raises Error(EDEADLK)
+        and changes nothing."""
+        h = self._h
+        if h is None:
+            return
+        if self._cb_threads and threading.get_ident() in self._cb_threads:
+            raise Error(errno.EDEADLK, "close() from inside this pool's eviction callback: "
+                                       "the call that runs the callback is still in flight")
+        h.closing = True
+        if h.gen == _fork_gen[0]:      # a child has none of the parent's threads
+            deadline = None if timeout is None else time.monotonic() + timeout
+            pause = 1e-5
+            while h.inflight:
+                if deadline is not None and time.monotonic() >= deadline:
+                    h.closing = False
+                    raise Error(errno.EBUSY, f"close(): {len(h.inflight)} call(s) still in "
+                                             f"flight after {timeout} s; the pool stays open")
+                time.sleep(pause)
+                pause = min(pause * 2, 2e-3)
+        self._h = None      # the handle's __del__ destroys, unless views hold it
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._h is None
 
-    def __enter__(self):
-        self._live()
+    def __enter__(self) -> "Pool":
+        self._handle()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()
 
     def __del__(self):
-        if getattr(self, "_h", None) is not None:
-            self.close()
+        h = getattr(self, "_h", None)
+        if h is not None:
+            h.closing = True
+            self._h = None
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(_NOCOPY)
+
+    def __copy__(self):
+        raise TypeError(_NOCOPY)
+
+    def __deepcopy__(self, memo):
+        raise TypeError(_NOCOPY)
 
     def __repr__(self):
         if self._h is None:
@@ -203,12 +348,25 @@ class Pool:
         return (f"<hugekv.Pool id={self.id} npages={self.npages} page_bytes={self.page_bytes} "
                 f"nlanes={self.nlanes} available={self.available}>")
 
-    def _live(self):
-        if self._h is None:
+    def _handle(self):
+        """The live handle, else the exception that says why not."""
+        h = self._h
+        if h is None or h.closing:
             raise ValueError("operation on a closed hugekv.Pool")
-        if self._cb_thread == threading.get_ident():
+        if h.gen != _fork_gen[0]:
+            raise Error(errno.ECHILD, f"{_lib.strerror(errno.ECHILD)}: this pool belongs to "
+                                      f"the parent process (pid {os.getppid()})")
+        if self._cb_threads and threading.get_ident() in self._cb_threads:
             raise Error(errno.EDEADLK, "the eviction callback must not call into its pool")
-        return self._ptr
+        return h
+
+    def _live(self):
+        """The C pool's address for a call that needs no in-flight record
+        (one C call that reads nothing the destroy frees)."""
+        return self._handle().ptr
+
+    def _call(self):
+        return _Call(self)
 
     def _buf(self, rows):
         """This thread's extent buffer of at least @rows rows: (buf, addr, rows)."""
@@ -222,22 +380,25 @@ class Pool:
     # --- pages ----------------------------------------------------------
 
     @property
-    def id(self):
+    def id(self) -> int:
         """The pool's id, as trace probes carry it."""
-        return lib.hkv_pool_id(self._live())
+        with self._call() as ptr:
+            return lib.hkv_pool_id(ptr)
 
     @property
-    def available(self):
+    def available(self) -> int:
         """Free pages (O(1))."""
-        return lib.hkv_available(self._live())
+        with self._call() as ptr:
+            return lib.hkv_available(ptr)
 
-    def alloc(self, npages, lane=LANE_ANY, *, contig=False, evict=False):
+    def alloc(self, npages: int, lane: int = LANE_ANY, *, contig: bool = False,
+              evict: bool = False) -> np.ndarray:
         """Allocate npages: int64 (k, 2) extents, largest first; one extent
         whenever a free run of npages exists (best fit, low end first).
         Raises OutOfPages (nothing taken), ValueError for bad arguments."""
-        ptr = self._ptr
-        if not ptr or self._cb_thread is not None:
-            ptr = self._live()
+        h = self._h
+        if h is None or self._cb_threads:
+            h = self._handle()
         if type(npages) is not int or npages <= 0 or npages > _U64_MAX:
             npages = _index(npages, "npages", 1)
         if lane != LANE_ANY and (type(lane) is not int or not 0 <= lane < self.nlanes):
@@ -249,21 +410,67 @@ class Pool:
             buf, bufp, rows = self._buf(_BUF_ROWS)
         if evict:
             self._tls.evict_errors = []       # the callback runs on this thread
-        n = _hkv_alloc(ptr, npages, lane, flags, bufp, rows)
-        while n == -errno.ENOSPC:
-            buf, bufp, rows = self._buf(rows * 8)
-            n = lib.hkv_alloc(ptr, npages, lane, flags, bufp, rows)
-        if n < 0:
-            raise error(n, f"alloc({npages}, lane={'any' if lane == LANE_ANY else lane}"
-                           f"{', contig' if contig else ''}{', evict' if evict else ''})")
+        fl = h.inflight
+        fl.append(None)
+        try:
+            if h.closing:
+                raise ValueError("operation on a closed hugekv.Pool")
+            n = _hkv_alloc(h.ptr, npages, lane, flags, bufp, rows)
+            while n == -errno.ENOSPC:
+                buf, bufp, rows = self._buf(rows * 8)
+                n = lib.hkv_alloc(h.ptr, npages, lane, flags, bufp, rows)
+            if n < 0:
+                raise self._alloc_error(h, n, npages, lane, contig, evict)
+        finally:
+            fl.pop()
         out = buf[:n].copy()
         if evict and self._tls.evict_errors:
             self._raise_cb(out)
         return out
 
-    def alloc_lanes(self, counts):
+    def _alloc_raw(self, npages):
+        """hkv_alloc(npages) from any lane for adapters: (n, buf) with the
+        extents in buf[:n], this thread's buffer, valid until its next
+        call; n is -ENOMEM when the pool is short (nothing taken)."""
+        h = self._h
+        if h is None or self._cb_threads:
+            h = self._handle()
+        try:
+            buf, bufp, rows = self._tls.b
+        except AttributeError:
+            buf, bufp, rows = self._buf(_BUF_ROWS)
+        fl = h.inflight
+        fl.append(None)
+        try:
+            if h.closing:
+                raise ValueError("operation on a closed hugekv.Pool")
+            n = _hkv_alloc(h.ptr, npages, LANE_ANY, 0, bufp, rows)
+            while n == -errno.ENOSPC:
+                buf, bufp, rows = self._buf(rows * 8)
+                n = lib.hkv_alloc(h.ptr, npages, LANE_ANY, 0, bufp, rows)
+            if n < 0 and n != -errno.ENOMEM:
+                raise self._alloc_error(h, n, npages, LANE_ANY, False, False)
+        finally:
+            fl.pop()
+        return n, buf
+
+    def _alloc_error(self, h, err, npages, lane, contig, evict):
+        what = (f"alloc({npages}, lane={'any' if lane == LANE_ANY else lane}"
+                f"{', contig' if contig else ''}{', evict' if evict else ''})")
+        if err != -errno.ENOMEM:
+            return error(err, what)
+        free = lib.hkv_available(h.ptr)
+        if contig and free >= npages:
+            why = f"no free run of {npages} contiguous pages ({free} pages free, fragmented)"
+        elif lane != LANE_ANY:
+            why = f"not enough free pages in lane {lane} ({free} free in the pool)"
+        else:
+            why = f"not enough free pages: {npages} asked, {free} free of {self.npages}"
+        return OutOfPages(errno.ENOMEM, f"{why}: {what}")
+
+    def alloc_lanes(self, counts: Sequence[int]) -> np.ndarray:
         """counts[i] pages from lane i, all or nothing: extents, lane by lane."""
-        ptr = self._live()
+        self._handle()
         if len(counts) != self.nlanes:
             raise ValueError(f"counts needs one entry per lane ({self.nlanes}), got {len(counts)}")
         c = np.array([_index(x, "count") for x in counts], dtype=np.uint64)
@@ -271,79 +478,110 @@ class Pool:
         if total == 0:
             raise ValueError("alloc_lanes: counts are all 0")
         buf, bufp, rows = self._buf(_BUF_ROWS)
-        while True:
-            n = lib.hkv_alloc_lanes(ptr, c.tobytes(), 0, bufp, rows)
-            if n != -errno.ENOSPC:
-                break
-            buf, bufp, rows = self._buf(rows * 8)
+        with self._call() as ptr:
+            while True:
+                n = lib.hkv_alloc_lanes(ptr, c.tobytes(), 0, bufp, rows)
+                if n != -errno.ENOSPC:
+                    break
+                buf, bufp, rows = self._buf(rows * 8)
+            if n == -errno.ENOMEM:
+                raise OutOfPages(errno.ENOMEM, f"not enough free pages in some lane for "
+                                               f"alloc_lanes({list(counts)})")
         if n < 0:
             raise error(n, f"alloc_lanes({list(counts)})")
         return buf[:n].copy()
 
-    def free(self, extents):
+    def free(self, extents: ExtentsLike) -> None:
         """Free every page of the extents (sub-ranges of allocations are
         fine). Raises Error (EINVAL: not allocated, out of range, named
         twice; EBUSY: pages of a unit) and frees nothing then."""
-        ptr = self._ptr
-        if not ptr or self._cb_thread is not None:
-            ptr = self._live()
+        h = self._h
+        if h is None or self._cb_threads:
+            h = self._handle()
         a = extents
         if type(a) is not np.ndarray or a.dtype is not _I64 or a.ndim != 2 or a.shape[1] != 2:
             a = as_extents(a)
         k = a.shape[0]
         if k == 0:
             return
-        err = _hkv_free(ptr, a.tobytes(), k)     # bytes: C order, no copy back
+        fl = h.inflight
+        fl.append(None)
+        try:
+            if h.closing:
+                raise ValueError("operation on a closed hugekv.Pool")
+            err = _hkv_free(h.ptr, a.tobytes(), k)     # bytes: C order, no copy back
+        finally:
+            fl.pop()
         if err:
             raise error(err, f"free of {k} extent(s): {_bad_extents(a, self.npages)}")
 
-    def allocated(self, extents):
+    def _free_raw(self, ext, k):
+        """hkv_free() of @k extents packed in @ext (bytes, or an address):
+        0 or -errno, for adapters that build their own messages."""
+        h = self._h
+        if h is None or self._cb_threads:
+            h = self._handle()
+        fl = h.inflight
+        fl.append(None)
+        try:
+            if h.closing:
+                raise ValueError("operation on a closed hugekv.Pool")
+            return _hkv_free(h.ptr, ext, k)
+        finally:
+            fl.pop()
+
+    def allocated(self, extents: ExtentsLike) -> bool:
         """True when every page of the extents is allocated (in a unit or
         not), False when any is free; out-of-range or empty extents raise
         Error(EINVAL). A snapshot, changing nothing: for page numbers that
         come from elsewhere (a transfer peer, an engine's own lists)."""
-        ptr = self._live()
+        self._handle()
         a = as_extents(extents)
         if a.shape[0] == 0:
             return True
-        if ((a[:, 1] <= 0) | (a[:, 0] < 0) | (a[:, 0] + a[:, 1] > self.npages)).any():
+        if _outside(a, self.npages).any():
             raise error(-errno.EINVAL, f"allocated(): {_bad_extents(a, self.npages)}")
-        return lib.hkv_extents_allocated(ptr, a.tobytes(), a.shape[0]) == 0
+        with self._call() as ptr:
+            return lib.hkv_extents_allocated(ptr, a.tobytes(), a.shape[0]) == 0
 
-    def lane_range(self, lane):
+    def lane_range(self, lane: int) -> Tuple[int, int]:
         """(start, len) of the pages lane owns."""
-        ptr = self._live()
         e = _lib.Extent()
-        err = lib.hkv_lane_range(ptr, _index(lane, "lane", 0, self.nlanes - 1), ctypes.byref(e))
+        lane = _index(lane, "lane", 0, self.nlanes - 1)
+        with self._call() as ptr:
+            err = lib.hkv_lane_range(ptr, lane, ctypes.byref(e))
         if err:
             raise error(err, f"lane_range({lane}) of a pool of {self.nlanes} lanes")
         return (e.start, e.len)
 
-    def check(self):
+    def check(self) -> None:
         """Full invariant check (scans everything); raises Error(EUCLEAN)."""
-        err = lib.hkv_check(self._live())
+        with self._call() as ptr:
+            err = lib.hkv_check(ptr)
         if err:
             raise error(err, "hkv_check")
 
     @property
-    def label(self):
+    def label(self) -> str:
         """The pool's label ("" if none)."""
-        return lib.hkv_pool_label(self._live()).decode(errors="replace")
+        with self._call() as ptr:
+            return lib.hkv_pool_label(ptr).decode(errors="replace")
 
-    def publish(self):
+    def publish(self) -> None:
         """Publish the pool's stats page now (hkv_stats_publish()); raises
         Error(ENOENT) when the pool has no page (HUGEKV_STATS_INTERVAL_MS=0)."""
-        err = lib.hkv_stats_publish(self._live())
+        with self._call() as ptr:
+            err = lib.hkv_stats_publish(ptr)
         if err:
             raise error(err, "hkv_stats_publish")
 
-    def stats(self):
+    def stats(self) -> dict:
         """A snapshot: a dict keyed by struct hkv_stats' field names; per-lane
         lists cut to the pool's lanes, "region" a list of dicts."""
-        ptr = self._live()
         st = _lib.Stats()
         st.sz = ctypes.sizeof(st)
-        err = lib.hkv_stats(ptr, ctypes.byref(st))
+        with self._call() as ptr:
+            err = lib.hkv_stats(ptr, ctypes.byref(st))
         if err:
             raise error(err, "hkv_stats")
         out = {}
@@ -363,7 +601,7 @@ class Pool:
         out["backing_name"] = _lib.BACKING_NAMES.get(st.backing, str(st.backing))
         return out
 
-    def free_slots(self, copy=False):
+    def free_slots(self, copy: bool = False) -> np.ndarray:
         """Sorted free page ids (uint64 numpy array).
 
         copy=False returns a read-only view of the library's cached array,
@@ -372,82 +610,89 @@ class Pool:
         next free_slots() call, which may replace the cache (that call raises
         ValueError while an earlier view is alive). copy=True returns a copy
         that is the caller's to keep."""
-        ptr = self._live()
+        h = self._handle()
         keeper = self._slots_keeper() if self._slots_keeper is not None else None
         if keeper is not None:
             raise ValueError("an earlier zero-copy free_slots() view is still alive: "
                              "drop it (and arrays derived from it) first, or use copy=True")
         slots = ctypes.POINTER(ctypes.c_uint64)()
         n = ctypes.c_uint64()
-        err = lib.hkv_free_slots(ptr, ctypes.byref(slots), ctypes.byref(n))
-        if err:
-            raise error(err, "hkv_free_slots")
-        if n.value == 0:
-            return np.zeros(0, dtype=np.uint64)
-        addr = ctypes.cast(slots, ctypes.c_void_p).value
-        mem = _Mem(self._h, addr, n.value * 8, writable=False)
-        view = np.asarray(mem).view(np.uint64)
-        if copy:
-            return view.copy()
+        with self._call() as ptr:
+            err = lib.hkv_free_slots(ptr, ctypes.byref(slots), ctypes.byref(n))
+            if err:
+                raise error(err, "hkv_free_slots")
+            if n.value == 0:
+                return np.zeros(0, dtype=np.uint64)
+            addr = ctypes.cast(slots, ctypes.c_void_p).value
+            mem = _Mem(h, addr, n.value * 8, writable=False)
+            view = np.asarray(mem).view(np.uint64)
+            if copy:
+                return view.copy()
         self._slots_keeper = weakref.ref(mem)
         return view
 
     # --- residency ------------------------------------------------------
 
-    def unit_add(self, unit, extents):
+    def unit_add(self, unit: int, extents: ExtentsLike) -> None:
         """Make allocated pages (in unit page order) the cache unit ``unit``."""
-        ptr = self._live()
+        self._handle()
         unit = _index(unit, "unit id")
         a = as_extents(extents)
         if a.shape[0] == 0:
             raise ValueError("unit_add needs at least one extent")
-        err = lib.hkv_unit_add(ptr, unit, a.tobytes(), a.shape[0])
+        with self._call() as ptr:
+            err = lib.hkv_unit_add(ptr, unit, a.tobytes(), a.shape[0])
         if err:
-            raise error(err, f"unit_add({unit}, {a.shape[0]} extent(s))")
+            raise error(err, f"unit_add({unit}, {a.shape[0]} extent(s)): "
+                             f"{_bad_extents(a, self.npages)}")
 
     def _unit_call(self, fn, name, unit, *args):
-        ptr = self._live()
         unit = _index(unit, "unit id")
-        err = fn(ptr, unit, *args)
+        with self._call() as ptr:
+            err = fn(ptr, unit, *args)
         if err:
             raise error(err, f"{name}({unit}{''.join(', ' + str(a) for a in args)})")
 
-    def unit_touch(self, unit):
+    def unit_touch(self, unit: int) -> None:
         """Mark the unit most recently used."""
         self._unit_call(lib.hkv_unit_touch, "unit_touch", unit)
 
-    def unit_pin(self, unit):
+    def unit_pin(self, unit: int) -> None:
         """Take a pin: the unit is not evicted, removed or freed until unpinned."""
         self._unit_call(lib.hkv_unit_pin, "unit_pin", unit)
 
-    def unit_unpin(self, unit):
+    def unit_unpin(self, unit: int) -> None:
         """Drop a pin."""
         self._unit_call(lib.hkv_unit_unpin, "unit_unpin", unit)
 
-    def unit_split(self, unit, at_page, new_unit):
+    def unit_split(self, unit: int, at_page: int, new_unit: int) -> None:
         """The first at_page pages stay in unit, the rest become new_unit."""
         self._unit_call(lib.hkv_unit_split, "unit_split", unit,
                         _index(at_page, "at_page", 1), _index(new_unit, "new unit id"))
 
-    def unit_remove(self, unit, free=True):
+    def unit_remove(self, unit: int, free: bool = True) -> None:
         """Release the unit; free=True frees its pages as well."""
         self._unit_call(lib.hkv_unit_remove, "unit_remove", unit,
                         _lib.UNIT_FREE if free else 0)
 
-    def on_evict(self, callback):
+    def on_evict(self, callback: Optional[Callable[[int, np.ndarray], Any]]) -> None:
         """callback(unit_id, extents) for each evicted unit (None: no callback).
 
         It runs on the evicting thread, after the unit left the LRU and before
         its pages are freed, and must not call into this pool (such calls
-        raise Error(EDEADLK)). An exception it raises does not stop the
-        eviction: the evict() or alloc(evict=True) call that ran it completes
-        and then raises CallbackError, carrying its result and the errors."""
-        ptr = self._live()
+        raise Error(EDEADLK), close() too). An exception it raises does not
+        stop the eviction: the evict() or alloc(evict=True) call that ran it
+        completes and then raises CallbackError, carrying its result and the
+        errors."""
         if callback is not None and not callable(callback):
             raise TypeError("on_evict needs a callable or None")
+        h = self._handle()
         if callback is None:
-            lib.hkv_set_evict_fn(ptr, _lib.EVICT_FN(), None)
-            self._h.evict_cb = None
+            with self._call() as ptr:
+                lib.hkv_set_evict_fn(ptr, _lib.EVICT_FN(), None)
+            if h.evict_cb is not None:
+                h.old_cbs.append(h.evict_cb)
+            h.evict_cb = None
             return
 
         wself = weakref.ref(self)      # the C pool must not keep the Pool alive
@@ -458,7 +703,8 @@ class Pool:
                 return
             ext_arr = np.ctypeslib.as_array(ext, shape=(n,)).view(np.uint64) \
                 .reshape(n, 2).astype(np.int64) if n else _EMPTY.copy()
-            self._cb_thread = threading.get_ident()
+            me = threading.get_ident()
+            self._cb_threads.add(me)
             try:
                 callback(unit, ext_arr)
             except BaseException as e:      # noqa: B036 - reported to the caller
@@ -467,18 +713,21 @@ class Pool:
                     errs = self._tls.evict_errors = []
                 errs.append(e)
             finally:
-                self._cb_thread = None
+                self._cb_threads.discard(me)
 
         cb = _lib.EVICT_FN(trampoline)
-        lib.hkv_set_evict_fn(ptr, cb, None)
-        self._h.evict_cb = cb     # lives as long as the C pool
+        with self._call() as ptr:
+            lib.hkv_set_evict_fn(ptr, cb, None)
+        if h.evict_cb is not None:
+            h.old_cbs.append(h.evict_cb)   # another thread may still be inside it
+        h.evict_cb = cb     # lives as long as the C pool
 
-    def evict(self, target_free):
+    def evict(self, target_free: int) -> int:
         """Evict cold unpinned units until target_free pages are free: pages freed."""
-        ptr = self._live()
         target_free = _index(target_free, "target_free")
         self._tls.evict_errors = []
-        n = lib.hkv_evict(ptr, target_free)
+        with self._call() as ptr:
+            n = lib.hkv_evict(ptr, target_free)
         if n < 0:
             raise error(n, f"evict({target_free})")
         if self._tls.evict_errors:
@@ -493,43 +742,49 @@ class Pool:
     # --- memory ---------------------------------------------------------
 
     def _need_memory(self):
-        self._live()
+        """The live handle of a pool whose memory can be viewed here."""
+        h = self._handle()
         if not self.page_bytes:
             raise ValueError("an index-only pool (page_bytes=0) has no memory to view")
         if self._base is None:
             raise Error(errno.ENOTSUP, "the pool's pages are not one contiguous range")
+        return h
 
-    def page_ptr(self, page):
+    def page_ptr(self, page: int) -> int:
         """Address of a page."""
         self._need_memory()
         page = _index(page, "page", 0, self.npages - 1)
         return self._base + page * self.page_bytes
 
-    def page_view(self, page):
+    def page_view(self, page: int) -> memoryview:
         """A writable memoryview of one page (keeps the memory mapped)."""
+        h = self._need_memory()
         addr = self.page_ptr(page)
-        return memoryview(np.asarray(_Mem(self._h, addr, self.page_bytes)))
+        return memoryview(np.asarray(_Mem(h, addr, self.page_bytes)))
 
-    def as_array(self, dtype=None, shape=None):
+    def as_array(self, dtype: Any = None, shape: Optional[Sequence[int]] = None) -> np.ndarray:
         """A numpy view of all pages: default uint8 (npages, page_bytes); with
         dtype, (npages, page_bytes // itemsize); shape must cover exactly the
-        pool's npages * page_bytes bytes."""
-        self._need_memory()
-        dt = np.dtype(np.uint8 if dtype is None else dtype)
+        pool's npages * page_bytes bytes. dtype must be a fixed-size type
+        without Python objects (ValueError otherwise)."""
+        h = self._need_memory()
+        dt = _plain_dtype(dtype)
         total = self.npages * self.page_bytes
         if shape is None:
             if self.page_bytes % dt.itemsize:
                 raise ValueError(f"page_bytes {self.page_bytes} is not a multiple of "
                                  f"{dt}'s {dt.itemsize} bytes")
             shape = (self.npages, self.page_bytes // dt.itemsize)
+        elif isinstance(shape, (int, np.integer)):
+            shape = (shape,)
         shape = tuple(_index(s, "shape entry", 0) for s in shape)
-        if int(np.prod(shape, dtype=object)) * dt.itemsize != total:
-            raise ValueError(f"shape {shape} of {dt} covers "
-                             f"{int(np.prod(shape, dtype=object)) * dt.itemsize} bytes, "
+        covered = int(np.prod(shape, dtype=object)) * dt.itemsize
+        if covered != total:
+            raise ValueError(f"shape {shape} of {dt} covers {covered} bytes, "
                              f"the pool holds {total}")
-        return np.asarray(_Mem(self._h, self._base, total)).view(dt).reshape(shape)
+        return np.asarray(_Mem(h, self._base, total)).view(dt).reshape(shape)
 
-    def as_tensor(self, dtype, shape=None):
+    def as_tensor(self, dtype: Any, shape: Optional[Sequence[int]] = None):
         """A torch tensor view of all pages (any torch dtype, bfloat16 too)."""
         import torch
         if not isinstance(dtype, torch.dtype):
@@ -542,17 +797,19 @@ class Pool:
         t = torch.from_numpy(arr)
         return t if t.dtype == dtype else t.view(dtype)
 
-    def regions(self):
+    def regions(self) -> List[dict]:
         """The memory regions (for cudaHostRegister, NIXL, UCX): a list of
         dicts with the fields of struct hkv_region (base as an int)."""
-        ptr = self._live()
-        n = lib.hkv_regions(ptr, None, 0)
+        with self._call() as ptr:
+            n = lib.hkv_regions(ptr, None, 0)
+            if n < 0:
+                raise error(n, "hkv_regions")
+            if n == 0:
+                return []
+            arr = (_lib.Region * n)()
+            n = lib.hkv_regions(ptr, ctypes.cast(arr, ctypes.c_void_p), n)
         if n < 0:
             raise error(n, "hkv_regions")
-        if n == 0:
-            return []
-        arr = (_lib.Region * n)()
-        n = lib.hkv_regions(ptr, ctypes.cast(arr, ctypes.c_void_p), n)
         return [{f: (getattr(r, f) or 0) if f == "base" else getattr(r, f)
                  for f, _ in _lib.Region._fields_} for r in arr[:n]]
 
@@ -560,7 +817,7 @@ class Pool:
         """First pages of regions 1.., where memory runs must be split."""
         return np.array([r["first_page"] for r in self.regions()[1:]], dtype=np.int64)
 
-    def descriptors(self, extents, plane_bytes=None):
+    def descriptors(self, extents: ExtentsLike, plane_bytes: Optional[int] = None) -> np.ndarray:
         """(address, bytes) int64 rows for a transfer of the extents' pages.
 
         plane_bytes=None: one row per run contiguous in memory, extents that
@@ -572,8 +829,7 @@ class Pool:
         a = as_extents(extents)
         if a.shape[0] == 0:
             return _EMPTY.copy()
-        if (a[:, 1] <= 0).any() or (a[:, 0] < 0).any() or \
-                (a[:, 0] + a[:, 1] > self.npages).any():
+        if _outside(a, self.npages).any():
             raise ValueError(f"extents must be non-empty and inside the pool's {self.npages} pages")
         pb = self.page_bytes
         if plane_bytes is not None:
@@ -601,17 +857,32 @@ class Pool:
         run_len = np.add.reduceat(lens, head)
         return np.stack([self._base + run_start * pb, run_len * pb], axis=1)
 
-    def page_buffer_meta(self, extents, plane_bytes=None):
+    def page_buffer_meta(self, extents: ExtentsLike,
+                         plane_bytes: Optional[int] = None) -> Tuple[List[int], List[int]]:
         """(ptr_list, size_list) as Python lists, one entry per page (or per
         page and plane): the shape SGLang's get_page_buffer_meta returns."""
         d = self.descriptors(extents, plane_bytes if plane_bytes is not None else self.page_bytes)
         return d[:, 0].tolist(), d[:, 1].tolist()
 
-    def buffer_lists(self, extents):
+    def buffer_lists(self, extents: ExtentsLike) -> Tuple[List[int], List[int]]:
         """(ptr_list, size_list) of the merged descriptors, for batch transfer
         APIs such as Mooncake's batch_put_from / batch_get_into."""
         d = self.descriptors(extents)
         return d[:, 0].tolist(), d[:, 1].tolist()
+
+
+def _plain_dtype(dtype):
+    """np.dtype of @dtype for a view of raw memory: a fixed, non-zero size
+    and no Python objects, else ValueError."""
+    try:
+        dt = np.dtype(np.uint8 if dtype is None else dtype)
+    except TypeError as e:
+        raise ValueError(f"dtype {dtype!r} is not a numpy dtype: {e}") from None
+    if dt.hasobject:
+        raise ValueError(f"dtype {dt} holds Python objects: raw memory cannot be viewed as it")
+    if dt.itemsize == 0:
+        raise ValueError(f"dtype {dt} has no size (give one, such as 'S16')")
+    return dt
 
 
 def _split_at(starts, lens, cuts):

@@ -233,7 +233,7 @@ class HugekvCollector:
             st = p.stats()
             info.add_metric(list(key), {"pid": str(os.getpid()), "backing": st["backing_name"]})
             stale.add_metric(list(key), 0)
-            _pool_metrics(f, key, st, p.free_room)
+            _pool_metrics(f, key, st, getattr(p, "free_room", (0.0, 0.0)))
         if self.host:
             pages, _ = host_pages(self.runtime_dir)
             for pg in pages:

@@ -9,21 +9,62 @@ class keeps its constructor, buffers and transfer code. Importing this
 module does not import SGLang. Token tensors are CPU int64 (moved to the
 allocator's device where it has one).
 
+Follows SGLang 0.5.23 (the current release): HostKVCache of
+sglang/srt/mem_cache/pool_host/base.py and TokenToKVPoolAllocator /
+PagedTokenToKVPoolAllocator of sglang/srt/mem_cache/allocator.py, call for
+call: the same return values (None when the pool is short, empty tensors
+for 0), AssertionError with the engine's texts for its own assertions
+("The requested size should be a multiple of the page size.",
+"Double-free detected: slots not currently allocated: [...]."), IndexError
+with torch's text for indices no tensor could be indexed with (float,
+out of range), the L1 lazy free path (need_sort: frees wait in
+release_pages until an allocation needs them, then merge_and_sort_free),
+and backup_state()/restore_state() with (free_pages, release_pages).
+
+Where SGLang itself would corrupt its state, the adapters refuse instead
+and change nothing: a slot freed twice in one call, a bool mask or a
+negative index given to free(), a partial page freed from a paged pool,
+the padded slot 0 freed to the L1 pool.
+
 HostTensorAllocator fills SGLang's host-tensor allocator slot with tensors
 over hugekv memory pools (hugepages, NUMA-bound, prefaulted).
 """
+from __future__ import annotations
+
 import errno
 import os
+import struct
 import threading
+from typing import TYPE_CHECKING, Any, Optional, Tuple
+
+if TYPE_CHECKING:
+    import torch
 
 import numpy as np
 
 from . import tokens as _tok
-from ._lib import Error, OutOfPages
+from ._lib import OutOfPages
 from .pool import Pool
 
 _DOUBLE_FREE = "Double-free detected: slots not currently allocated: {}."
-_DOUBLE_ALLOC = "Double-alloc detected: slots already allocated: {}."
+_HOST_ALIGN = "The requested size should be a multiple of the page size."
+_DEV_ALIGN = "The allocation size should be page-aligned"
+_index_dtype_text = []
+
+
+def _index_dtype():
+    """The IndexError text the installed torch gives for float indices (what
+    indexing SGLang's slot tensors with them raises)."""
+    if not _index_dtype_text:
+        torch = _torch()
+        try:
+            torch.zeros(1)[torch.zeros(1)]
+            _index_dtype_text.append("tensors used as indices must be long, int, byte "
+                                     "or bool tensors")
+        except IndexError as e:
+            _index_dtype_text.append(str(e))
+    return _index_dtype_text[0]
+_pack_run = struct.Struct("=qq").pack
 
 
 def _torch():
@@ -31,36 +72,54 @@ def _torch():
     return torch
 
 
-def _to_np(indices):
-    """Token indices (tensor, array, list) as int64 numpy, flattened."""
+def _from_numpy(a):
+    global _from_numpy
+    _from_numpy = _torch().from_numpy
+    return _from_numpy(a)
+
+
+def _index_tokens(indices, size, what="free"):
+    """Token indices (tensor, array, list) as flat int64 numpy, refused the
+    way indexing SGLang's slot tensors refuses them (IndexError), and
+    besides: bool masks and negative indices, which would not name slots."""
     if hasattr(indices, "detach"):
-        return indices.detach().cpu().numpy().astype(np.int64, copy=False).reshape(-1)
-    return np.asarray(indices, dtype=np.int64).reshape(-1)
+        t = indices.detach()
+        if t.is_floating_point() or t.is_complex():
+            raise IndexError(_index_dtype())
+        if str(t.dtype) == "torch.bool":
+            raise IndexError(f"{what}() takes slot indices, not a bool mask")
+        a = t.cpu().numpy().reshape(-1)
+    else:
+        a = np.asarray(indices).reshape(-1)
+        if a.size and a.dtype.kind not in "iu":
+            raise IndexError(_index_dtype())
+    if a.dtype.kind == "u" and a.size and int(a.max()) > size:
+        raise IndexError(f"index {int(a.max())} is out of bounds for dimension 0 with size {size}")
+    a = a.astype(np.int64, copy=False)
+    if a.size:
+        bad = (a < 0) | (a >= size)
+        if bad.any():
+            raise IndexError(f"index {int(a[bad][0])} is out of bounds for dimension 0 "
+                             f"with size {size}")
+    return a
 
 
-def _not_allocated(pool, pages):
-    """Of @pages (int64), those that are free now or named twice."""
-    free = pool.free_slots(copy=True).astype(np.int64)
-    bad = pages[np.isin(pages, free)]
-    uniq, counts = np.unique(pages, return_counts=True)
-    return np.union1d(bad, uniq[counts > 1])
+def _dups(a):
+    """Mask of entries of @a that repeat an earlier one."""
+    _, first = np.unique(a, return_index=True)
+    m = np.ones(a.size, dtype=bool)
+    m[first] = False
+    return m
 
 
-def _one_run(indices, ps):
-    """[[page, npages]] when @indices (a CPU torch tensor) is one aligned run
-    of whole pages, else None: the fast path of free()."""
-    if type(indices).__module__ != "torch" or indices.dim() != 1 or indices.device.type != "cpu":
-        return None
-    n = indices.numel()
-    if n == 0 or n % ps or indices.dtype.is_floating_point or str(indices.dtype) == "torch.bool":
-        return None
-    first = int(indices[0])
-    if first % ps or first < 0:
-        return None
-    torch = _torch()
-    if not torch.equal(indices.to(torch.int64), torch.arange(first, first + n, dtype=torch.int64)):
-        return None
-    return np.array([[first // ps, n // ps]], dtype=np.int64)
+def _double_free(tok, ps, free_pages, extra_bad_pages=None):
+    """AssertionError naming the token slots of @tok that are not allocated:
+    on a free page, on @extra_bad_pages, or named twice."""
+    pages = tok // ps
+    bad = np.isin(pages, free_pages) | _dups(tok)
+    if extra_bad_pages is not None and len(extra_bad_pages):
+        bad |= np.isin(pages, extra_bad_pages)
+    return AssertionError(_DOUBLE_FREE.format(tok[bad].tolist()))
 
 
 class _ReadOnly:
@@ -82,7 +141,14 @@ class HostPoolMixin:
 
     Best fit from the low end: after freeing tokens [0, 2) and [6, 10) of a
     full pool, alloc(4) returns [6, 10). Frees are reusable at once, so
-    ``release_slots`` is always [] and ``num_release_slots`` 0.
+    ``release_slots`` is always [] and ``num_release_slots`` 0 (HostKVCache
+    defers its frees only to avoid concatenating its free list).
+
+    alloc() returns a view of one token-index tensor the adapter keeps
+    (SGLang's alloc returns views of its free_slots the same way): read it,
+    slice it, copy it, never write into it. free() of such a view (or of a
+    contiguous slice of one) costs O(1); any other tensor is converted with
+    vectorized numpy.
     """
 
     _hkv_pool = None
@@ -94,67 +160,85 @@ class HostPoolMixin:
         return lock
 
     def clear(self):
-        with self._hkv_lock():
+        torch = _torch()
+        self._hkv_lock()
+        with self.lock:
             page_size = int(getattr(self, "page_size", 1) or 1)
             page_num = getattr(self, "page_num", None)
             if page_num is None:
                 page_num = int(self.size) // page_size
+            page_num = int(page_num)
             if self._hkv_pool is not None:
                 self._hkv_pool.close()
-            self._hkv_pool = Pool(int(page_num))
+            self._hkv_pool = Pool(page_num)
             self._hkv_page_size = page_size
+            self._hkv_size = page_num * page_size
+            # every token index once: alloc() hands out views of it
+            self._hkv_tok = torch.arange(self._hkv_size, dtype=torch.int64)
+            self._hkv_tok_np = self._hkv_tok.numpy()
+            self._hkv_tok_ptr = self._hkv_tok.data_ptr()
+            self._hkv_tensor_type, self._hkv_int64 = torch.Tensor, torch.int64
 
-    def available_size(self):
+    def available_size(self) -> int:
         return self._hkv_pool.available * self._hkv_page_size
 
-    def alloc(self, need_size):
-        with self._hkv_lock():
-            ps = self._hkv_page_size
-            assert need_size % ps == 0, "The requested size should be a multiple of the page size."
-            if need_size <= 0 or need_size > self.available_size():
+    def alloc(self, need_size: int) -> Optional[torch.Tensor]:
+        ps = self._hkv_page_size
+        if need_size % ps:
+            raise AssertionError(_HOST_ALIGN)
+        with self.lock:
+            if need_size <= 0:
+                if need_size == 0:
+                    return self._hkv_tok[:0]
+                raise ValueError(f"alloc: need_size must be >= 0, got {need_size}")
+            n, buf = self._hkv_pool._alloc_raw(need_size // ps)
+            if n == 1:                          # the common case: one run
+                s = buf.item(0) * ps
+                return _from_numpy(self._hkv_tok_np[s:s + need_size])
+            if n < 0:
                 return None
-            try:
-                ext = self._hkv_pool.alloc(need_size // ps)
-            except OutOfPages:
-                return None
-            if os.environ.get("SGLANG_DEBUG_MEMORY_POOL"):
-                free = self._hkv_pool.free_slots(copy=True).astype(np.int64)
-                pages = _tok.extents_to_pages(ext)
-                taken = pages[np.isin(pages, free)]
-                assert taken.size == 0, _DOUBLE_ALLOC.format(
-                    _tok.extents_to_tokens(_tok.pages_to_extents(taken), ps).tolist())
-            if ext.shape[0] == 1:               # the common case: one run
-                torch = _torch()
-                s, n = int(ext[0, 0]) * ps, int(ext[0, 1]) * ps
-                return torch.arange(s, s + n, dtype=torch.int64)
-            return _tok.extents_to_tokens(ext, ps, device="cpu")
+            return _tok.extents_to_tokens(buf[:n].copy(), ps, device="cpu")
 
-    def free(self, indices):
-        with self._hkv_lock():
+    def free(self, indices: Any) -> int:
+        with self.lock:
             ps = self._hkv_page_size
-            pool = self._hkv_pool
-            ext = _one_run(indices, ps)
-            tok = None
-            if ext is None:
-                tok = _to_np(indices)
-                if tok.size == 0:
-                    return 0
-                try:
-                    ext = _tok.tokens_to_extents(tok, ps)
-                except ValueError as e:
-                    raise ValueError(f"host pool free: {e}") from None
-            try:
-                pool.free(ext)
-                return int(ext[:, 1].sum()) * ps
-            except Error as e:
-                if e.errno != errno.EINVAL:
-                    raise
-                if tok is None:
-                    tok = _to_np(indices)
-                pages = tok.reshape(-1, ps)[:, 0] // ps if ps > 1 else tok
-                bad = _not_allocated(pool, pages[(pages >= 0) & (pages < pool.npages)])
-                bad_tok = tok[np.isin(tok // ps, bad) | (tok < 0) | (tok >= pool.npages * ps)]
-                raise AssertionError(_DOUBLE_FREE.format(np.unique(bad_tok).tolist())) from None
+            # O(1): a contiguous run of whole pages of alloc()'s token tensor
+            # (the values there are the token indices themselves)
+            if type(indices) is self._hkv_tensor_type:
+                off = (indices.data_ptr() - self._hkv_tok_ptr) >> 3
+                if 0 <= off < self._hkv_size and indices.dtype is self._hkv_int64 and \
+                        indices.dim() == 1 and indices.is_contiguous():
+                    n = indices.numel()
+                    tn = self._hkv_tok_np
+                    if n and not off % ps and not n % ps and off + n <= self._hkv_size and \
+                            tn[off] == off and tn[off + n - 1] == off + n - 1:
+                        if not self._hkv_pool._free_raw(_pack_run(off // ps, n // ps), 1):
+                            return n
+            return self._hkv_free_slow(indices, ps)
+
+    def _hkv_free_slow(self, indices, ps):
+        pool = self._hkv_pool
+        tok = _index_tokens(indices, self._hkv_size)
+        if tok.size == 0:
+            return 0
+        if ps == 1:
+            pages = tok
+        else:
+            m = tok.reshape(-1, ps) if tok.size % ps == 0 else None
+            if m is None or (m != (m[:, :1] // ps) * ps + np.arange(ps)).any():
+                raise ValueError(f"host pool free: token indices must be whole, page-aligned "
+                                 f"pages of {ps} tokens (hugekv frees pages)")
+            pages = m[:, 0] // ps
+        if _dups(pages).any():
+            raise _double_free(tok, ps, np.zeros(0, dtype=np.int64))
+        ext = _tok.pages_to_extents(pages)
+        err = pool._free_raw(ext.tobytes(), ext.shape[0])
+        if err == -errno.EINVAL:
+            raise _double_free(tok, ps, pool.free_slots(copy=True).astype(np.int64)) from None
+        if err:
+            from ._lib import error
+            raise error(err, f"host pool free of {tok.size} slots")
+        return len(indices)
 
     def _hkv_free_slots(self):
         torch = _torch()
@@ -202,11 +286,14 @@ class DevicePoolMixin:
     and PagedTokenToKVPoolAllocator on an index-only hugekv pool.
 
     Page 0 is the padded slot for dummy outputs and is never handed out.
-    ``free_pages`` is the sorted free page ids, ``release_pages`` empty:
-    merge_and_sort_free() has nothing to do. backup_state() is a snapshot of
-    the free pages; restore_state() returns the pool to it. SGLANG_DEBUG_
-    MEMORY_POOL turns on the engine's checks (page-aligned sizes, unique
-    outputs, last_loc alignment).
+    ``free_pages`` is the sorted free page ids. With the engine's
+    ``need_sort`` set, free() does what SGLang's does: the pages wait in
+    ``release_pages`` (counted by available_size(), not handed out) until
+    an allocation needs more than the free pages, or merge_and_sort_free()
+    runs. backup_state() is (free_pages, release_pages); restore_state()
+    returns the pool to such a state, or raises and changes nothing.
+    SGLANG_DEBUG_MEMORY_POOL turns on the engine's checks (page-aligned
+    sizes, unique outputs, last_loc alignment).
     """
 
     free_pages = _TensorSlot("free_pages")
@@ -222,6 +309,9 @@ class DevicePoolMixin:
         pool = Pool(num_pages + 1)
         pool.alloc(1)                       # page 0: the padded slot, never freed
         self.__dict__["_hkv_pool"] = pool
+        self._hkv_released = []             # arrays of released pages, newest as SGLang orders
+        self._hkv_nreleased = 0
+        self._hkv_is_released = np.zeros(num_pages + 1, dtype=bool)
         self.is_not_in_free_group = True
         self.free_group = []
         self.debug_mode = bool(os.environ.get("SGLANG_DEBUG_MEMORY_POOL"))
@@ -230,10 +320,14 @@ class DevicePoolMixin:
     def hugekv_pool(self):
         return self.__dict__.get("_hkv_pool")
 
+    def _hkv_release_array(self):
+        if not self._hkv_released:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate(self._hkv_released)
+
     def _hkv_tensor(self, name):
-        torch = _torch()
         if name == "release_pages":
-            return torch.empty((0,), dtype=torch.int64, device=self.device)
+            return self._hkv_dev(self._hkv_release_array())
         pages = self._hkv_pool.free_slots(copy=True).astype(np.int64)
         return self._hkv_dev(pages)
 
@@ -243,11 +337,25 @@ class DevicePoolMixin:
         dev = getattr(self, "device", "cpu")
         return t if str(dev) == "cpu" else t.to(dev)
 
-    def available_size(self):
-        return self._hkv_pool.available * self._hkv_ps
+    def available_size(self) -> int:
+        return (self._hkv_pool.available + self._hkv_nreleased) * self._hkv_ps
 
-    def merge_and_sort_free(self):
-        """Nothing to merge: hugekv frees are coalesced and reusable at once."""
+    def merge_and_sort_free(self) -> None:
+        """Released pages become free pages (hugekv keeps them sorted)."""
+        if not self._hkv_nreleased:
+            return
+        pages = np.sort(self._hkv_release_array())
+        err = self._hkv_pool._free_raw(_tok.pages_to_extents(pages).tobytes(),
+                                       _tok.pages_to_extents(pages).shape[0])
+        if err:
+            from ._lib import error
+            raise error(err, "merge_and_sort_free")
+        self._hkv_is_released[pages] = False
+        self._hkv_released = []
+        self._hkv_nreleased = 0
+
+    def _need_sort(self):
+        return bool(getattr(self, "need_sort", False))
 
     def _take(self, npages):
         try:
@@ -255,13 +363,17 @@ class DevicePoolMixin:
         except OutOfPages:
             return None
 
-    def alloc(self, need_size):
+    def alloc(self, need_size: int) -> Optional[torch.Tensor]:
         ps = self._hkv_ps
-        if self.debug_mode:
-            assert need_size % ps == 0, "The allocation size should be page-aligned"
+        if self.debug_mode and ps > 1:
+            assert need_size % ps == 0, _DEV_ALIGN
         npages = need_size // ps
+        if self._need_sort() and npages > self._hkv_pool.available:
+            self.merge_and_sort_free()
         if npages <= 0:
-            return self._hkv_dev(np.zeros(0, dtype=np.int64)) if npages == 0 else None
+            if npages == 0:
+                return self._hkv_dev(np.zeros(0, dtype=np.int64))
+            raise ValueError(f"alloc: need_size must be >= 0, got {need_size}")
         ext = self._take(npages)
         if ext is None:
             return None
@@ -279,6 +391,9 @@ class DevicePoolMixin:
         if pre.shape == seq.shape and int((seq - pre).sum()) != extend_num_tokens:
             raise ValueError(f"extend_num_tokens {extend_num_tokens} != sum(seq_lens - "
                              f"prefix_lens) {int((seq - pre).sum())}")
+        if self._need_sort() and \
+                extend_num_tokens // self._hkv_ps + pre.size + 1 > self._hkv_pool.available:
+            self.merge_and_sort_free()
         out = self._extend(pre, seq, last)
         return None if out is None else self._hkv_dev(out)
 
@@ -288,6 +403,8 @@ class DevicePoolMixin:
         last = _to_np(last_loc)
         if self.debug_mode:
             assert np.all((last + 2) % self._hkv_ps == seq % self._hkv_ps)
+        if self._need_sort() and seq.size > self._hkv_pool.available:
+            self.merge_and_sort_free()
         out = self._extend(seq - 1, seq, last)
         return None if out is None else self._hkv_dev(out)
 
@@ -318,25 +435,44 @@ class DevicePoolMixin:
             assert np.unique(out).size == out.size
         return out.astype(np.int64)
 
-    def free(self, free_index):
-        if free_index is None or (free_index.numel() if hasattr(free_index, "numel")
-                                  else np.size(free_index)) == 0:
+    def free(self, free_index: Any) -> None:
+        if free_index is None:
+            return
+        if (free_index.numel() if hasattr(free_index, "numel") else np.size(free_index)) == 0:
             return
         if not self.is_not_in_free_group:
             self.free_group.append(free_index)
             return
-        tok = _to_np(free_index)
-        pages = np.unique(tok // self._hkv_ps)
-        if (pages <= 0).any() or (pages >= self._hkv_pool.npages).any():
-            raise ValueError(f"free: token indices outside the pool's slots 1..{self.size}, "
-                             f"or the padded slot 0: pages {pages[(pages <= 0) | (pages >= self._hkv_pool.npages)].tolist()}")
-        try:
-            self._hkv_pool.free(_tok.pages_to_extents(pages))
-        except Error as e:
-            if e.errno != errno.EINVAL:
-                raise
-            bad = _not_allocated(self._hkv_pool, pages)
-            raise AssertionError(_DOUBLE_FREE.format(bad.tolist())) from None
+        ps = self._hkv_ps
+        pool = self._hkv_pool
+        tok = _index_tokens(free_index, pool.npages * ps)
+        if ps == 1 and _dups(tok).any():    # SGLang would list the slot twice
+            raise _double_free(tok, ps, np.zeros(0, dtype=np.int64))
+        pages = np.unique(tok // ps)
+        if pages[0] == 0:           # the padded slot is never the caller's
+            raise _double_free(tok, ps, np.zeros(0, dtype=np.int64), np.array([0]))
+        rel = self._hkv_is_released[pages]
+        if rel.any():
+            raise _double_free(tok, ps, np.zeros(0, dtype=np.int64), pages[rel])
+        ext = _tok.pages_to_extents(pages)
+        ok = pool.allocated(ext)
+        if not ok:
+            raise _double_free(tok, ps, pool.free_slots(copy=True).astype(np.int64))
+        if self._need_sort():
+            # SGLang: the paged allocator puts new pages first, the token one last
+            if ps > 1:
+                self._hkv_released.insert(0, pages)
+            else:
+                self._hkv_released.append(pages)
+            self._hkv_is_released[pages] = True
+            self._hkv_nreleased += pages.size
+            return
+        err = pool._free_raw(ext.tobytes(), ext.shape[0])
+        if err == -errno.EINVAL:
+            raise _double_free(tok, ps, pool.free_slots(copy=True).astype(np.int64))
+        if err:
+            from ._lib import error
+            raise error(err, f"free of {pages.size} pages")
 
     def free_group_begin(self):
         self.is_not_in_free_group = False
@@ -348,26 +484,73 @@ class DevicePoolMixin:
             torch = _torch()
             self.free(torch.cat(self.free_group))
 
-    def backup_state(self):
-        return ("hugekv", self._hkv_pool.free_slots(copy=True).astype(np.int64))
+    def backup_state(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(free_pages, release_pages), as SGLang's allocators return it."""
+        return (self.free_pages, self.release_pages)
 
-    def restore_state(self, state):
-        """Return to a backup_state(): pages taken since are freed, pages
-        freed since are taken again."""
-        if not (isinstance(state, tuple) and len(state) == 2 and state[0] == "hugekv"):
-            raise ValueError("restore_state needs a state from this allocator's backup_state()")
+    def restore_state(self, state: Tuple[Any, Any]) -> None:
+        """Return to a backup_state(): pages taken since are freed again,
+        pages freed since are taken again, released pages are released
+        again. A state that does not describe this pool (pages out of
+        range, the padded slot 0, a page both free and released or named
+        twice) raises ValueError and changes nothing."""
         pool = self._hkv_pool
-        want = state[1]
-        now = pool.free_slots(copy=True).astype(np.int64)
-        give = np.setdiff1d(want, now)          # allocated since the backup
-        take = np.setdiff1d(now, want)          # freed since the backup
+        want_free, want_rel = self._hkv_state_arrays(state)
+        now_free = pool.free_slots(copy=True).astype(np.int64)
+        give = np.setdiff1d(want_free, now_free)     # allocated now, free in the state
+        take = np.setdiff1d(now_free, want_free)     # free now, allocated in the state
         if take.size:
-            pool.alloc(int(now.size))           # every free page, then keep @take
-            keep = np.setdiff1d(now, take)
+            # hugekv has no call that takes named pages: take every free page
+            # and give back those the state has free (all or nothing)
+            every = pool.alloc(int(now_free.size))
+            keep = np.setdiff1d(now_free, take)
             if keep.size:
-                pool.free(_tok.pages_to_extents(keep))
+                k = _tok.pages_to_extents(keep)
+                err = pool._free_raw(k.tobytes(), k.shape[0])
+                if err:     # cannot happen: these pages were just taken
+                    pool.free(every)
+                    from ._lib import error
+                    raise error(err, "restore_state")
         if give.size:
-            pool.free(_tok.pages_to_extents(give))
+            g = _tok.pages_to_extents(give)
+            err = pool._free_raw(g.tobytes(), g.shape[0])
+            if err:
+                if take.size:
+                    t = _tok.pages_to_extents(take)
+                    pool._free_raw(t.tobytes(), t.shape[0])
+                from ._lib import error
+                raise error(err, "restore_state")
+        self._hkv_is_released[self._hkv_release_array()] = False
+        self._hkv_is_released[want_rel] = True
+        self._hkv_released = [want_rel] if want_rel.size else []
+        self._hkv_nreleased = int(want_rel.size)
+
+    def _hkv_state_arrays(self, state):
+        if not (isinstance(state, tuple) and len(state) == 2):
+            raise ValueError("restore_state needs a (free_pages, release_pages) state from "
+                             "backup_state()")
+        n = self._hkv_pool.npages
+        out = []
+        for name, x in zip(("free_pages", "release_pages"), state):
+            try:
+                a = _index_tokens(x, n, "restore_state")
+            except IndexError as e:
+                raise ValueError(f"restore_state: {name}: {e}") from None
+            if a.size and (a == 0).any():
+                raise ValueError(f"restore_state: {name} holds the padded page 0")
+            if _dups(a).any():
+                raise ValueError(f"restore_state: {name} names a page twice")
+            out.append(a)
+        if np.intersect1d(out[0], out[1]).size:
+            raise ValueError("restore_state: a page is both free and released")
+        return out[0], out[1]
+
+
+def _to_np(indices):
+    """Token indices (tensor, array, list) as int64 numpy, flattened."""
+    if hasattr(indices, "detach"):
+        return indices.detach().cpu().numpy().astype(np.int64, copy=False).reshape(-1)
+    return np.asarray(indices, dtype=np.int64).reshape(-1)
 
 
 class HostTensorAllocator:

@@ -6,9 +6,14 @@ tokens: token t lives in page t // page_size.
 Each function takes numpy arrays or torch tensors (CPU) and returns the
 same kind it was given (numpy for lists).
 """
+from typing import Any
+
 import numpy as np
 
+ArrayLike = Any     # numpy array, torch tensor (CPU), or a sequence of ints
+
 _I64 = np.dtype(np.int64)
+_I64_MAX = (1 << 63) - 1
 
 
 def _is_torch(x):
@@ -24,6 +29,8 @@ def _np(x, what):
     a = np.asarray(x)
     if a.size and a.dtype.kind not in "iu":
         raise TypeError(f"{what} must hold integers, not {a.dtype}")
+    if a.size and a.dtype.kind == "u" and int(a.max()) > _I64_MAX:
+        raise ValueError(f"{what} out of int64 range")
     return a.astype(np.int64, copy=False), False
 
 
@@ -52,10 +59,12 @@ def _extents(e):
         raise ValueError(f"extents must have shape (k, 2), got {a.shape}")
     if (a[:, 0] < 0).any() or (a[:, 1] <= 0).any():
         raise ValueError("extents need start >= 0 and len > 0")
+    if (a[:, 0] > _I64_MAX - a[:, 1]).any():
+        raise ValueError("an extent's start + len overflows int64")
     return a, t
 
 
-def runs_expand(starts, lens):
+def runs_expand(starts: ArrayLike, lens: ArrayLike) -> np.ndarray:
     """The concatenation of arange(s, s + n) for each (s, n): int64."""
     starts = np.asarray(starts, dtype=np.int64)
     lens = np.asarray(lens, dtype=np.int64)
@@ -66,13 +75,13 @@ def runs_expand(starts, lens):
     return np.arange(total, dtype=np.int64) + np.repeat(starts - first, lens)
 
 
-def extents_to_pages(extents):
+def extents_to_pages(extents: ArrayLike) -> ArrayLike:
     """Page ids of the extents, in extent order."""
     a, t = _extents(extents)
     return _out(runs_expand(a[:, 0], a[:, 1]), t)
 
 
-def pages_to_extents(pages):
+def pages_to_extents(pages: ArrayLike) -> ArrayLike:
     """Runs of consecutive increasing page ids, in the order given:
     (k, 2) extents. [3, 4, 5, 9, 10, 2] -> [[3, 3], [9, 2], [2, 1]]."""
     p, t = _np(pages, "pages")
@@ -88,16 +97,19 @@ def pages_to_extents(pages):
     return _out(np.stack([p[idx], lens], axis=1), t)
 
 
-def extents_to_tokens(extents, page_size, device=None):
+def extents_to_tokens(extents: ArrayLike, page_size: int, device: Any = None) -> ArrayLike:
     """Token indices of the extents' pages: page p holds tokens
     [p * page_size, (p + 1) * page_size). int64, in extent order."""
     ps = _page_size(page_size)
     a, t = _extents(extents)
+    if a.size and int((a[:, 0] + a[:, 1]).max()) > _I64_MAX // ps:
+        raise ValueError(f"token indices of these extents overflow int64 (page_size {ps})")
     out = runs_expand(a[:, 0] * ps, a[:, 1] * ps)
     return _out(out, t or device is not None, device)
 
 
-def tokens_to_pages(tokens, page_size, *, whole_pages=True):
+def tokens_to_pages(tokens: ArrayLike, page_size: int, *,
+                    whole_pages: bool = True) -> ArrayLike:
     """Page ids of page-aligned token indices (each page's page_size tokens
     in order). whole_pages=False: the unique pages the tokens touch, in
     order of first appearance; any token indices are fine then."""
@@ -119,7 +131,7 @@ def tokens_to_pages(tokens, page_size, *, whole_pages=True):
     return _out(pages, t)
 
 
-def tokens_to_extents(tokens, page_size):
+def tokens_to_extents(tokens: ArrayLike, page_size: int) -> ArrayLike:
     """Extents of whole, page-aligned token indices (runs merged)."""
     p = tokens_to_pages(tokens, page_size)
     return pages_to_extents(p)

@@ -2,6 +2,12 @@
 """vLLM adapter: the block-pool methods of vLLM's CPU offloading manager on
 hugekv.
 
+Follows vLLM 0.33.0 (the current release): CPUOffloadingManager of
+vllm/v1/kv_offload/cpu/manager.py, whose block pool is
+``_get_num_free_blocks()``, ``_allocate_blocks(keys)`` (AssertionError when
+the pool is short, as vLLM's own assert) and ``_free_block(block)``, and
+whose ``reset_cache()`` makes every block free again.
+
     class Manager(BlockPoolMixin, CPUOffloadingManager): pass
 
 The engine class keeps its cache policy and events; the mixin replaces the
@@ -13,8 +19,11 @@ objects are the engine's own class (``BlockStatus`` of the module that
 defines the manager, or ``block_status_cls``). Importing this module does
 not import vLLM.
 """
+from __future__ import annotations
+
 import ctypes
 import sys
+from typing import Any, List, Sequence
 
 import numpy as np
 
@@ -61,10 +70,10 @@ class BlockPoolMixin:
             cls = type(self).block_status_cls = cls or CPUBlockStatus
         return cls
 
-    def _get_num_free_blocks(self):
+    def _get_num_free_blocks(self) -> int:
         return self._hkv().available
 
-    def _allocate_blocks(self, block_hashes):
+    def _allocate_blocks(self, block_hashes: Sequence[Any]) -> List[Any]:
         n = len(block_hashes)
         if n == 0:
             return []
@@ -76,15 +85,37 @@ class BlockPoolMixin:
         cls = self._status_cls()
         return [cls(int(b)) for b in _tok.extents_to_pages(ext).tolist()]
 
-    def _free_block(self, block):
-        b = int(block.block_id)
-        self._hkv().free(np.array([[b, 1]], dtype=np.int64))
+    def _free_block(self, block: Any) -> None:
+        self._free_blocks([block])
 
-    def _free_blocks(self, blocks):
-        """Free several blocks in one call (runs merged)."""
+    def _free_blocks(self, blocks: Sequence[Any]) -> None:
+        """Free several blocks in one call (runs merged). A block that is not
+        allocated (freed twice, or never handed out) raises AssertionError
+        naming it, and nothing is freed."""
         ids = np.sort(np.array([int(b.block_id) for b in blocks], dtype=np.int64))
-        if ids.size:
-            self._hkv().free(_tok.pages_to_extents(ids))
+        if not ids.size:
+            return
+        pool = self._hkv()
+        bad = (ids < 0) | (ids >= pool.npages)
+        bad[1:] |= ids[1:] == ids[:-1]
+        if not bad.any():
+            ext = _tok.pages_to_extents(ids)
+            if pool._free_raw(ext.tobytes(), ext.shape[0]) == 0:
+                return
+            free = pool.free_slots(copy=True).astype(np.int64)
+            bad = np.isin(ids, free)
+            bad[1:] |= ids[1:] == ids[:-1]
+        raise AssertionError(f"Double-free detected: blocks not currently allocated: "
+                             f"{ids[bad].tolist()}.")
+
+    def reset_cache(self) -> None:
+        """The engine's reset_cache(), then every block free again."""
+        sup = getattr(super(), "reset_cache", None)
+        if sup is not None:
+            sup()
+        old = self.__dict__.pop("_hkv_pool", None)
+        if old is not None:
+            old.close()
 
     def blocks_to_extents(self, blocks):
         """The runs of contiguous block ids of @blocks, in order: (k, 2)."""
