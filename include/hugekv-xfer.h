@@ -3,61 +3,116 @@
  * hugekv-xfer - move KV pages between hugekv pools over UCX
  * (libhugekv-xfer.so; libhugekv.so itself never links UCX).
  *
- * An endpoint (struct hkv_xfer) serves one pool: a UCX context and worker,
- * and the pool's regions registered with ucp_mem_map (one registration per
- * region, split at @reg_chunk_bytes). Endpoints connect with UCX's own
- * client-server establishment (ucp_listener_create / ucp_ep_create on a
- * socket address); a connection is a struct hkv_xfer_peer. A transfer puts
- * or gets a list of local extents onto a list of remote extents of the same
- * total length; it becomes the fewest UCX operations: pages that are
- * contiguous on both sides go in one operation, split only where a region
- * or a registration chunk ends on either side.
+ * An endpoint (struct hkv_xfer) serves one pool: a UCX context (active
+ * messages only) and worker. Endpoints connect with UCX's own client-server
+ * establishment (ucp_listener_create / ucp_ep_create on a socket address);
+ * a connection is a struct hkv_xfer_peer. A transfer puts or gets a list of
+ * local extents onto a list of remote extents of the same total length; it
+ * becomes the fewest UCX operations: pages that are contiguous on both
+ * sides go in one operation, split only where a range (a region of the
+ * pool, or a @reg_chunk_bytes piece of one) ends on either side.
+ *
+ * WHO MAY TOUCH WHAT (deny by default). A peer reaches a byte of this
+ * pool only through a grant: the pages it named, in the direction named,
+ * until the grant ends. This endpoint moves every byte itself, two-sided:
+ * a put's data arrives in an active message that its handler checks
+ * against the grant before it lands; a get is a request its handler checks
+ * before it sends the granted pages. What that guarantees, on every UCX
+ * transport this library uses (tcp, shared memory, RDMA verbs):
+ *   - no address, registration or rkey of the pool leaves the process
+ *     (HELLO carries page counts only), and the pool is not registered
+ *     with UCX for remote access (ucp_mem_map is never called);
+ *   - the UCX context has no RMA feature, so UCX installs no handler that
+ *     serves a peer's ucp_put_nbx / ucp_get_nbx: a one-sided operation at
+ *     any address, with a forged or stale rkey, reads nothing, writes
+ *     nothing and cannot fault the process (it never completes at the
+ *     peer);
+ *   - a DATA or GET request outside a live grant of that peer closes its
+ *     connection (-EPROTO) before a byte moves.
+ * One-sided access (HKV_XFER_RMA) is not offered: UCX 1.13 emulates RMA on
+ * tcp and on shared memory it did not allocate without checking the rkey
+ * (its handler reads or writes any address a peer names), and unmapping a
+ * registration revokes nothing there, so a grant could not be enforced or
+ * revoked; hkv_xfer_create() refuses the flag with -EOPNOTSUPP.
+ * What this library cannot close from above UCX, stated exactly: (1) a
+ * peer that does not use libucp but writes UCX's tcp wire protocol by hand
+ * can send a transport-level PUT (uct tcp's PUT_REQ), which UCX's tcp
+ * transport executes at any address before any hugekv code runs;
+ * (2) a process of the same uid on the same host can read and write this
+ * process through the kernel (ptrace, process_vm_writev, which UCX's cma
+ * transport uses). Expose a tcp listener only where the peers that can
+ * reach it run libucp, and treat same-uid local processes as trusted.
+ *
+ * WHO IS A PEER. Every endpoint has a keyring, given by the operator
+ * (@key or @key_file of struct hkv_xfer_opts, else the file named by
+ * $HUGEKV_XFER_KEY_FILE, else $HUGEKV_XFER_KEY; never on a command line):
+ * lines "NAME SECRET" (the key of the peer called NAME) or one line
+ * "SECRET" (the key of every peer), secrets of 16 to 4096 bytes, a file
+ * of this user with mode 0600 or 0400. Without a key, hkv_xfer_create()
+ * fails with -ENOKEY. Each side sends a fresh 32-byte nonce and its name
+ * (@name, $HUGEKV_XFER_NAME, or "hugekv") in HELLO. The connecting side
+ * then proves in AUTH that it holds the key of its name:
+ * HMAC-SHA256(key, side label, the other's nonce, its own nonce, both
+ * names) (OpenSSL's libcrypto); the listener checks it (constant time)
+ * and only then proves itself the same way, which is also the admission.
+ * The proof is mutual, cannot be replayed (nonces) or reflected (label),
+ * and never reveals the key; there is no channel binding (a party on the
+ * path can relay the exchange, not forge it). hkv_xfer_connect() returns
+ * only after both proofs held, hkv_xfer_accept() only peers that proved
+ * theirs; any other message before that, or no proof within @timeout_ms,
+ * closes the connection (-EACCES, -ETIMEDOUT). hkv_xfer_peer_name() is the name the peer proved; with
+ * per-name keys it tells tenants apart, with one shared key it is only a
+ * claim of a key holder. Same-host admission by uid (HKV_XFER_SAME_UID,
+ * on both sides): a side with no key for the name claims "same uid"
+ * instead, and the other side admits it only if the kernel's table of
+ * this network namespace's TCP sockets (/proc/net/tcp; TCP carries no
+ * credentials, SO_PEERCRED is for unix sockets) says the connection's
+ * other end belongs to its own effective uid; the listener then answers
+ * the same way. IPv4 only; a peer in another namespace or host needs a
+ * key. The name of a peer admitted so is only its claim. With the flag, an
+ * endpoint may have no key at all (peers of its uid only).
+ *
+ * BOUNDED GRANTS. A grant not released by its deadline (@grant_timeout_ms)
+ * closes the peer's connection: each grant it holds ends with -ETIMEDOUT
+ * (the access callback sees the END, pins go back) once UCX has cancelled
+ * what still used its pages. A peer holds at most @max_grants grants and
+ * @max_grant_mem bytes of grant state, all peers @max_grant_mem_all
+ * (beyond: the grant is refused, -EBUSY / -ENOBUFS, and counted); at most
+ * @max_peers connections are accepted at once.
  *
  * Protocol (UCX active messages on the connection, little-endian, each
  * header starts with a magic and a version):
  *
  *   HELLO      both sides, once, right after the endpoint is created: page
- *              size, page count and the registration table (first page,
- *              pages, remote address, packed rkey per chunk). A peer whose
- *              page size differs is refused (-EPROTO).
+ *              size, page count, the ranges' page counts, nonce, name. A
+ *              peer whose page size differs is refused (-EPROTO).
+ *   AUTH       the connecting side after the listener's HELLO, then the
+ *              listener once that proof held: the proofs (above).
  *   GRANT_REQ  initiator -> target, before any byte moves: id, put/get,
  *              the remote extents. The target checks that each extent is in
- *              range and every page is allocated in its pool, then asks its
- *              access callback (hkv_xfer_set_access_fn(), where the target
- *              application pins the units it owns or refuses); it records
- *              the grant.
+ *              range, every page is allocated in its pool and the peer's
+ *              limits hold, then asks its access callback
+ *              (hkv_xfer_set_access_fn(), where the target application
+ *              pins the units it owns or refuses); it records the grant.
  *   GRANT_REP  target -> initiator: id, 0 or -errno. On -errno the transfer
  *              fails and nothing moved.
  *   (data)     one UCX operation per planned run, at most @max_inflight
- *              per endpoint. Default, two-sided: a put is a DATA active
- *              message (header: id, target pages; payload: the pages) that
- *              the target checks against the grant and receives straight
- *              into its pages (zero-copy rendezvous where the transport
- *              can); a get is a GET_REQ the target answers with GET_REP
- *              from its registered pages. With HKV_XFER_RMA, one-sided:
- *              ucp_put_nbx / ucp_get_nbx against the rkeys, and a put
- *              flushes the connection (remote completion) before RELEASE.
+ *              per endpoint: a put is a DATA active message (header: id,
+ *              target pages; payload: the pages) that the target checks
+ *              against the grant and receives straight into its pages
+ *              (rendezvous where the transport has it); a get is a GET_REQ
+ *              the target checks and answers with GET_REP from its pages.
  *   RELEASE    initiator -> target: id, result, operations sent. The target
  *              ends the grant once no receive or send uses its pages any
  *              more and calls its access callback with HKV_XFER_ACCESS_END
  *              and the result: after a put with result 0 every byte is in
  *              place.
- *   DONE       target -> initiator, two-sided puts only: id, result (-EIO
- *              if bytes are missing); the put completes on it.
- *
- * Why two-sided by default: where UCX 1.13 emulates RMA in software (tcp;
- * shared memory for memory UCX did not allocate itself), its handler on
- * the passive side aborts the process when the initiator dies mid-put.
- * Two-sided, every failure is an error status on both sides, and a write
- * outside the grant is refused (the connection is closed, -EPROTO). Use
- * HKV_XFER_RMA on transports with native RMA (RDMA), where the target's CPU
- * stays out of the data path; the operation count is the same. One-sided,
- * a peer holds rkeys to the whole registered pool: the grant is then the
- * protocol's agreement, which the hardware does not enforce.
+ *   DONE       target -> initiator, puts: id, result (-EIO if bytes are
+ *              missing); the put completes on it.
  *
  * The target must call hkv_xfer_progress() regularly (a serving loop, or
- * alongside its own work): it answers grant requests and, two-sided, moves
- * the data. If a connection fails (the peer died, a transfer timed out),
+ * alongside its own work): it answers grant requests, moves the data and
+ * enforces the deadlines. If a connection fails (the peer died, a transfer timed out),
  * both sides fail every transfer on it: the initiator after UCX has
  * completed or cancelled each operation, so no buffer is still in use when
  * its pins are released; the target ends each of the peer's grants with
@@ -71,7 +126,8 @@
  * O(free pages) when the pool changed since the previous check.
  *
  * Conventions are those of hugekv.h: 0 (or a count) or -errno, nothing
- * changed on failure, option structs start with "size_t sz". Thread
+ * changed on failure, option structs start with "size_t sz" (fields past a
+ * caller's smaller @sz are not read, or not written). Thread
  * safety: an endpoint, its peers and its transfers belong to one thread at
  * a time (the UCX worker is single-threaded); different endpoints are
  * independent. The pool may be used from other threads meanwhile.
@@ -97,7 +153,8 @@ struct hkv_xfer_peer;
 
 /* hkv_xfer_opts.flags */
 #define HKV_XFER_NO_WAIT_IDLE	(1u << 0)	/* never sleep while waiting: spin */
-#define HKV_XFER_RMA		(1u << 1)	/* one-sided data path (see above) */
+#define HKV_XFER_RMA		(1u << 1)	/* one-sided: not offered (-EOPNOTSUPP) */
+#define HKV_XFER_SAME_UID	(1u << 2)	/* admit local peers of this uid (below) */
 
 /* hkv_xfer_req.flags */
 #define HKV_XFER_PER_PAGE	(1u << 0)	/* one operation per page (comparison) */
@@ -119,11 +176,22 @@ struct hkv_xfer_peer;
  * @max_inflight: UCX operations in flight per endpoint at most (0 = 64)
  * @timeout_ms: default time limit of a transfer, a connect, an accept
  *	(0 = 10000; -1 = none for accept only, transfers are always bounded)
- * @reg_chunk_bytes: split each region into registrations of at most this
- *	many bytes, rounded down to whole KV pages (0 = one per region)
- * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_RMA (this endpoint's transfers use
- *	ucp_put_nbx/ucp_get_nbx; default: two-sided active messages)
+ * @reg_chunk_bytes: split each region into ranges of at most this many
+ *	bytes, rounded down to whole KV pages (0 = one per region); at most
+ *	65536 ranges
+ * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_SAME_UID (HKV_XFER_RMA is
+ *	refused, see above)
  * @max_grants: grants one peer may hold on this endpoint at once (0 = 1024)
+ * @name: this endpoint's name, proved to peers (NULL = $HUGEKV_XFER_NAME,
+ *	or "hugekv"); at most 63 bytes, no blanks
+ * @key_file: the keyring file (NULL = $HUGEKV_XFER_KEY_FILE, then the
+ *	secret in $HUGEKV_XFER_KEY)
+ * @key: one key for every peer, instead of a keyring (NULL = none)
+ * @key_len: bytes of @key (16 to 4096)
+ * @grant_timeout_ms: a grant's deadline (0 = @timeout_ms, or 10000)
+ * @max_grant_mem: bytes of grant state one peer may hold (0 = 1 MiB)
+ * @max_grant_mem_all: bytes of grant state of all peers (0 = 16 MiB)
+ * @max_peers: connections at once; more are rejected (0 = 256)
  */
 struct hkv_xfer_opts {
 	size_t sz;
@@ -132,6 +200,13 @@ struct hkv_xfer_opts {
 	uint64_t reg_chunk_bytes;
 	unsigned flags;
 	unsigned max_grants;
+	const char *name;
+	const char *key_file;
+	const void *key;
+	size_t key_len;
+	int grant_timeout_ms;
+	uint64_t max_grant_mem, max_grant_mem_all;
+	unsigned max_peers;
 };
 
 /**
@@ -215,6 +290,12 @@ struct hkv_xfer_slow {
  * @grant_p50_ns: median time to the target's grant
  * @nslow: entries of @slow written
  * @slow: the slowest of the last HKV_XFER_RECENT transfers, slowest first
+ * @auth_failures: peers that failed to authenticate (wrong or no proof, a
+ *	message before it, too late)
+ * @grants_expired: grants that passed their deadline (their peer closed)
+ * @grants_over_limit: grants refused for the grant memory limits
+ * @grant_mem: bytes of grant state held now
+ * @grant_mem_peak: the most bytes of grant state held at once
  */
 struct hkv_xfer_stats {
 	size_t sz;
@@ -226,12 +307,15 @@ struct hkv_xfer_stats {
 	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns, grant_p50_ns;
 	unsigned nslow;
 	struct hkv_xfer_slow slow[HKV_XFER_SLOWEST];
+	uint64_t auth_failures, grants_expired, grants_over_limit;
+	uint64_t grant_mem, grant_mem_peak;
 };
 
 /**
  * typedef hkv_xfer_access_fn - the target application's say on a grant
  * @ctx: the context given to hkv_xfer_set_access_fn()
- * @peer: the peer that asks
+ * @peer: the peer that asks, authenticated: hkv_xfer_peer_name() is who
+ *	it proved to be
  * @event: HKV_XFER_ACCESS_BEGIN (before any byte moves) or
  *	HKV_XFER_ACCESS_END (the grant is dropped)
  * @op: HKV_XFER_OP_PUT or HKV_XFER_OP_GET
@@ -257,13 +341,16 @@ typedef int (*hkv_xfer_access_fn)(void *ctx, struct hkv_xfer_peer *peer,
  * @opts: options, or NULL for the defaults
  * @out: receives the endpoint
  *
- * Creates a UCX context (RMA and active messages; UCX_* environment
- * variables apply, e.g. UCX_TLS=tcp) and worker, and registers the pool's
- * regions.
+ * Loads the keyring, creates a UCX context (active messages only; UCX_*
+ * environment variables apply, e.g. UCX_TLS=tcp) and worker, and finds
+ * the pool's ranges. Nothing of the pool is registered with UCX.
  *
- * Return: 0, or -EINVAL (bad options, index-only pool), -ENOMEM, -EIO
- * (UCX failed; the log says how), or the mapped error of a failed
- * registration. Nothing is left registered then.
+ * Return: 0, or -EINVAL (bad options, a bad key or keyring line,
+ * index-only pool), -EOPNOTSUPP (HKV_XFER_RMA), -ENOKEY (no key given,
+ * and not HKV_XFER_SAME_UID),
+ * -EPERM (a keyring file of another user, or readable by others), -ENOENT
+ * and other -errno of opening the keyring file, -ENOMEM, -EIO (UCX
+ * failed; the log says how).
  */
 HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *opts,
 			    struct hkv_xfer **out);
@@ -296,6 +383,8 @@ HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port
  *
  * Progresses the endpoint (transfers and grants continue meanwhile).
  *
+ * Only a peer that proved its key is returned; others are closed.
+ *
  * Return: 0, or -EINVAL (not listening), -ETIMEDOUT.
  */
 HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_peer **out);
@@ -305,11 +394,12 @@ HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_
  * @x: the endpoint
  * @addr: "HOST:PORT" of the listener
  * @timeout_ms: limit (0 = the endpoint's)
- * @out: receives the peer once both sides exchanged their tables
+ * @out: receives the peer once both sides proved their keys
  *
  * Return: 0, or -EINVAL (bad address), -ECONNREFUSED (nobody listens, or
- * the connection was rejected), -EPROTO (not a hugekv-xfer peer, or a
- * different page size), -ETIMEDOUT, -ENOMEM, -EIO.
+ * the connection was rejected), -EACCES (the keys do not match, or the
+ * listener has none for our name), -EPROTO (not a hugekv-xfer peer of
+ * this version, or a different page size), -ETIMEDOUT, -ENOMEM, -EIO.
  */
 HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_ms,
 			     struct hkv_xfer_peer **out);
@@ -331,6 +421,15 @@ HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *peer);
  * Return: an id unique within the endpoint, starting at 1.
  */
 HKV_API uint64_t hkv_xfer_peer_id(const struct hkv_xfer_peer *peer);
+
+/**
+ * hkv_xfer_peer_name() - the name the peer authenticated as
+ * @peer: the peer
+ *
+ * Return: its name (valid while the peer handle is), or NULL before it
+ * proved its key.
+ */
+HKV_API const char *hkv_xfer_peer_name(const struct hkv_xfer_peer *peer);
 
 /**
  * hkv_xfer_peer_npages() - pages in the peer's pool
@@ -419,17 +518,18 @@ HKV_API int hkv_xfer_wait(struct hkv_xfer *x, uint64_t id, int timeout_ms);
 /**
  * hkv_xfer_set_access_fn() - set the target-side access callback
  * @x: the endpoint
- * @fn: callback, or NULL (grant every checked request)
+ * @fn: callback, or NULL (grant every checked request of an authenticated
+ *	peer: all allocated pages of the pool)
  * @ctx: passed to @fn
  */
 HKV_API void hkv_xfer_set_access_fn(struct hkv_xfer *x, hkv_xfer_access_fn fn, void *ctx);
 
 /**
- * hkv_xfer_nregs() - registrations of the endpoint
+ * hkv_xfer_nregs() - ranges of the endpoint (operations never cross one)
  * @x: the endpoint
  *
- * Return: the number of ucp_mem_map registrations (regions split at
- * @reg_chunk_bytes).
+ * Return: the number of ranges (regions split at @reg_chunk_bytes); none
+ * is registered with UCX.
  */
 HKV_API unsigned hkv_xfer_nregs(const struct hkv_xfer *x);
 
@@ -439,7 +539,8 @@ HKV_API unsigned hkv_xfer_nregs(const struct hkv_xfer *x);
  * @peer: a peer of @x for its own figures, or NULL for the endpoint's
  * @st: receives them; the caller sets @st->sz
  *
- * Return: 0, or -EINVAL (@st->sz too small, @peer of another endpoint).
+ * Return: 0, or -EINVAL (@st->sz below the first layout, up to @slow;
+ * @peer of another endpoint).
  */
 HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer *peer,
 			   struct hkv_xfer_stats *st);
@@ -448,7 +549,8 @@ HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer 
  * hkv_xfer_stats_print() - print an endpoint's stats
  * @x: the endpoint
  * @f: where to print
- * @flags: 0 = text, HKV_PRINT_JSON = one JSON object (with one per peer)
+ * @flags: 0 = text, HKV_PRINT_JSON = one JSON object (with one per peer),
+ *	one line
  *
  * Return: 0, or -EINVAL, -EIO (write error).
  */

@@ -969,6 +969,17 @@ HKV_API int hkv_stats_publish(struct hkv_pool *pool);
  */
 HKV_API int hkv_page_set_xfer(struct hkv_pool *pool, const struct hkv_page_xfer *x);
 
+/**
+ * hkv_log_message() - log a message of a library built on this one
+ * @level: 0 error, 1 warning, 2 info, 3 debug
+ * @msg: one line, no newline (it goes out as it is)
+ *
+ * Delivered as the library's own messages are: to the hkv_set_log_fn()
+ * callback, else to stderr filtered by HUGEKV_LOG. libhugekv-xfer logs
+ * through it.
+ */
+HKV_API void hkv_log_message(int level, const char *msg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -126,6 +126,12 @@ void hkv_log(int level, const char *fmt, ...)
 	log_deliver(level, msg);
 }
 
+HKV_API void hkv_log_message(int level, const char *msg)
+{
+	if (msg && level >= HKV_LOG_ERR && level <= HKV_LOG_DEBUG)
+		hkv_log(level, "%s", msg);
+}
+
 /**
  * log_hold() - queue this thread's messages (a pool lock is about to be taken)
  *

@@ -9,6 +9,8 @@
 
 UCX_CFLAGS	:= $(shell pkg-config --cflags ucx 2>/dev/null)
 UCX_LIBS	:= $(shell pkg-config --libs ucx 2>/dev/null)
+# HMAC-SHA256 and nonces of the peers' authentication
+CRYPTO_LIBS	:= $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 HAVE_UCX	:= $(shell pkg-config --exists ucx 2>/dev/null && echo 1)
 
 ifeq ($(HAVE_UCX),1)
@@ -20,10 +22,12 @@ XFER_OBJS	:= $(XFER_SRCS:%.c=$(BUILD)/%.o)
 XFER_SHLIB	:= $(BUILD)/libhugekv-xfer.so.$(XFER_VERSION)
 XFER_MAP	:= lib/xfer/libhugekv-xfer.map
 XFER_TEST	:= $(BUILD)/tests/xfer-test
+XFER_ATTACK	:= $(BUILD)/tests/xfer-attack
 
 lib: $(BUILD)/libhugekv-xfer.so $(BUILD)/hugekv-xfer.pc
 
-$(BUILD)/lib/xfer/%.o: lib/xfer/%.c include/hugekv-xfer.h include/hugekv.h $(wildcard lib/xfer/*.h)
+$(BUILD)/lib/xfer/%.o: lib/xfer/%.c include/hugekv-xfer.h include/hugekv.h $(wildcard lib/xfer/*.h) \
+		lib/trace.h bpf/hugekv_probes.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) -Ilib/xfer -c $< -o $@
@@ -32,7 +36,7 @@ $(XFER_SHLIB): $(XFER_OBJS) $(XFER_MAP) $(BUILD)/libhugekv.so
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared $(HKV_LDFLAGS) -Wl,-soname,$(XFER_SONAME) \
 		-Wl,--version-script=$(XFER_MAP) -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' \
-		$(XFER_OBJS) -L$(BUILD) -lhugekv $(UCX_LIBS) -o $@
+		$(XFER_OBJS) -L$(BUILD) -lhugekv $(UCX_LIBS) $(CRYPTO_LIBS) -o $@
 	$(Q)scripts/check-exports include/hugekv-xfer.h $(XFER_MAP) $@
 
 $(BUILD)/$(XFER_SONAME): $(XFER_SHLIB)
@@ -62,14 +66,20 @@ $(XFER_TEST): tests/xfer/xfer-test.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
 		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
 
+# the attacks: plain libucp against a served pool
+$(XFER_ATTACK): tests/xfer/xfer-attack.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
+		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
+
 .PHONY: check-xfer install-xfer xfer-test
-xfer-test: $(XFER_TEST) $(BUILD)/hkv-xfer
+xfer-test: $(XFER_TEST) $(XFER_ATTACK) $(BUILD)/hkv-xfer
 
 # real UCX endpoints, real hugepages, real network namespaces (root); the
 # protocol and fault cases also under ASan+UBSan (the sanitizer build of
 # check-all, grown by the transfer library and its test)
 XFER_ASAN	:= $(BUILD)/san-address-undefined
-check-xfer: $(XFER_TEST) $(BUILD)/hkv-xfer $(filter $(BUILD)/hkv-trace,$(TOOL_BINS))
+check-xfer: $(XFER_TEST) $(XFER_ATTACK) $(BUILD)/hkv-xfer $(filter $(BUILD)/hkv-trace,$(TOOL_BINS))
 	$(Q)python3 Kbuild-docs/sphinx/kerneldoc.py --check include/hugekv-xfer.h Kbuild-docs/core-api
 	$(Q)$(if $(SANITIZE),,$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		BUILD=$(XFER_ASAN) $(XFER_ASAN)/tests/xfer-test)

@@ -1,23 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * conn.c - connections: UCX's client-server establishment on a socket
- * address (ucp_listener_create / ucp_ep_create), the HELLO exchange, and
- * what happens when a connection fails: every transfer on it fails, every
+ * address (ucp_listener_create / ucp_ep_create), the HELLO and AUTH
+ * exchange (a peer is ready only once it proved its key, within the
+ * endpoint's timeout), and what happens when a connection fails: every transfer on it fails, every
  * grant the peer holds ends, the UCX endpoint is closed by force (which
  * completes its outstanding operations with an error), and the peer is
  * freed once nothing refers to it.
  */
 #include "internal.h"
-
-struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep)
-{
-	struct hkv_xfer_peer *p;
-
-	for (p = x->peers; p; p = p->next)
-		if (p->ep == ep)
-			return p;
-	return NULL;
-}
 
 /* UCX found the connection broken: record it, act in progress */
 static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -29,7 +20,7 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 		p->error = xf_errno(status) == -EINPROGRESS ? -EIO : xf_errno(status);
 }
 
-static struct hkv_xfer_peer *peer_new(struct hkv_xfer *x, bool incoming)
+struct hkv_xfer_peer *xf_peer_new(struct hkv_xfer *x, bool incoming)
 {
 	struct hkv_xfer_peer *p = calloc(1, sizeof(*p));
 
@@ -39,8 +30,10 @@ static struct hkv_xfer_peer *peer_new(struct hkv_xfer *x, bool incoming)
 	p->id = ++x->next_peer_id;
 	p->incoming = incoming;
 	p->state = XF_PEER_CONNECTING;
+	p->auth_deadline = xf_deadline(x->timeout_ms);
 	p->next = x->peers;
 	x->peers = p;
+	x->npeers++;
 	return p;
 }
 
@@ -51,6 +44,7 @@ static void peer_unlink(struct hkv_xfer_peer *p)
 	for (pp = &p->x->peers; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
+			p->x->npeers--;
 			return;
 		}
 }
@@ -61,7 +55,7 @@ void xf_peer_free(struct hkv_xfer_peer *p)
 	free(p);
 }
 
-static int peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
+int xf_peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
 {
 	ucs_status_t st;
 	int err;
@@ -75,7 +69,7 @@ static int peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
 		p->ep = NULL;
 		return xf_errno(st);
 	}
-	err = xf_am_send(p, XF_AM_HELLO, p->x->hello, p->x->hello_len);
+	err = xf_hello_send(p);
 	if (err)
 		xf_peer_fail(p, err);
 	return err;
@@ -111,10 +105,10 @@ void xf_conn_reqs_accept(struct hkv_xfer *x)
 		};
 
 		x->conn_reqs = c->next;
-		p = peer_new(x, true);
+		p = x->npeers < x->max_peers ? xf_peer_new(x, true) : NULL;
 		if (!p)
 			ucp_listener_reject(x->listener, c->req);
-		else if (peer_ep_create(p, &ep) && !p->ep)
+		else if (xf_peer_ep_create(p, &ep) && !p->ep)
 			xf_peer_free(p);
 		free(c);
 	}
@@ -157,8 +151,20 @@ HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port
 	return 0;
 }
 
+static void auth_failed(struct hkv_xfer_peer *p, int err)
+{
+	p->gentle = true;	/* a refusal we sent should reach the peer */
+	if (err == -EACCES) {
+		p->x->st.auth_failures++;
+		xf_log(1, "peer %llu (\"%s\"): authentication failed: connection closed",
+		       (unsigned long long)p->id, p->name);
+	}
+	xf_peer_fail(p, err);
+}
+
 /**
- * xf_on_hello() - a peer's HELLO arrived: it is ready
+ * xf_on_hello() - a peer's HELLO arrived: the connecting side proves itself
+ *	(the listener proves itself only to a peer that did, in xf_on_auth())
  * @p: the peer
  * @buf: the message
  * @len: its length
@@ -172,22 +178,35 @@ void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		return;
 	}
 	err = xf_hello_parse(p, buf, len);
-	if (err) {
-		xf_peer_fail(p, err);
-		return;
+	if (!err) {
+		p->hello_in = true;
+		if (!p->incoming)
+			err = xf_auth_send(p);
 	}
-	p->hello_in = true;
-	p->state = XF_PEER_READY;
-	p->x->st.peers++;
+	if (err)
+		auth_failed(p, err);
 }
 
-const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
-					   size_t len, unsigned kind)
+/**
+ * xf_on_auth() - a peer's proof arrived: it is ready, or refused
+ * @p: the peer
+ * @buf: the message
+ * @len: its length
+ */
+void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
-	if (len == sizeof(struct xf_wire_result) && xf_wire_hdr_ok(buf, len, len, kind))
-		return buf;
-	xf_peer_fail(p, -EPROTO);
-	return NULL;
+	int err = p->hello_in && !p->authed ? xf_auth_check(p, buf, len) : -EPROTO;
+
+	if (p->incoming && err == -EACCES)
+		xf_auth_refuse(p);
+	else if (p->incoming && !err)
+		err = xf_auth_send(p);		/* our proof, and the peer's admission */
+	if (err) {
+		auth_failed(p, err);
+		return;
+	}
+	p->state = XF_PEER_READY;
+	p->x->st.peers++;
 }
 
 /**
@@ -199,7 +218,9 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 {
 	ucp_request_param_t rp = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_EP_CLOSE_FLAG_FORCE,
+		/* force: completes every outstanding operation with an error; a
+		 * peer that never authenticated has none, and its close flushes */
+		.flags = p->gentle && !p->authed ? 0 : UCP_EP_CLOSE_FLAG_FORCE,
 	};
 	void *r;
 
@@ -216,7 +237,6 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 	xf_tx_fail_peer(p, err);
 	xf_grants_end(p, err);
 	if (p->ep) {
-		/* completes every outstanding operation with UCS_ERR_CANCELED */
 		r = ucp_ep_close_nbx(p->ep, &rp);
 		if (UCS_PTR_IS_PTR(r))
 			p->close_req = r;
@@ -226,7 +246,7 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 }
 
 /* true when the forced close (if any) has finished */
-static bool peer_closed(struct hkv_xfer_peer *p)
+bool xf_peer_closed(struct hkv_xfer_peer *p)
 {
 	if (p->close_req && ucp_request_check_status(p->close_req) != UCS_INPROGRESS) {
 		ucp_request_free(p->close_req);
@@ -245,134 +265,22 @@ void xf_peers_reap(struct hkv_xfer *x)
 
 	for (p = x->peers; p; p = next) {
 		next = p->next;
+		if (p->state == XF_PEER_CONNECTING && !p->error && xf_now_ns() >= p->auth_deadline) {
+			p->x->st.auth_failures++;
+			xf_log(1, "peer %llu: did not authenticate in time: connection closed",
+			       (unsigned long long)p->id);
+			xf_peer_fail(p, -ETIMEDOUT);
+		}
 		if (p->error && p->state != XF_PEER_FAILED) {
 			xf_log(2, "peer %llu: connection failed: %s", (unsigned long long)p->id,
 			       strerror(-p->error));
 			xf_peer_fail(p, p->error);
 		}
-		if (p->state == XF_PEER_FAILED && peer_closed(p) && !p->ntx &&
-		    (!p->handed_out || p->closing) && !p->ngrants)
+		/* an authenticated peer waits for hkv_xfer_accept() to hand it out */
+		if (p->state == XF_PEER_FAILED && xf_peer_closed(p) && !p->ntx &&
+		    (p->handed_out ? p->closing : !(p->incoming && p->authed)) && !p->ngrants)
 			xf_peer_free(p);
 	}
-}
-
-HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_peer **out)
-{
-	uint64_t deadline;
-	struct hkv_xfer_peer *p;
-
-	if (!x || !out || !x->listener)
-		return -EINVAL;
-	deadline = xf_deadline(timeout_ms ? timeout_ms : x->timeout_ms);
-	for (;;) {
-		xf_progress_once(x);
-		for (p = x->peers; p; p = p->next)
-			if (p->incoming && !p->handed_out && p->state == XF_PEER_READY) {
-				p->handed_out = true;
-				*out = p;
-				return 0;
-			}
-		if (xf_now_ns() >= deadline)
-			return -ETIMEDOUT;
-	}
-}
-
-/* a connect that failed before the peer said hello: nobody listens */
-static int connect_error(int err)
-{
-	switch (err) {
-	case -ECONNRESET:
-	case -ENOTCONN:
-	case -EHOSTUNREACH:
-	case -EIO:
-		return -ECONNREFUSED;
-	default:
-		return err;
-	}
-}
-
-HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_ms,
-			     struct hkv_xfer_peer **out)
-{
-	struct sockaddr_storage ss;
-	struct hkv_xfer_peer *p;
-	ucp_ep_params_t ep = {
-		.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
-		.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
-	};
-	uint64_t deadline;
-	socklen_t len;
-	int err;
-
-	if (!x || !out || timeout_ms < 0)
-		return -EINVAL;
-	err = xf_parse_addr(addr, &ss, &len);
-	if (err)
-		return err;
-	deadline = xf_deadline(timeout_ms ? timeout_ms : x->timeout_ms);
-	ep.sockaddr.addr = (const struct sockaddr *)&ss;
-	ep.sockaddr.addrlen = len;
-	p = peer_new(x, false);
-	if (!p)
-		return -ENOMEM;
-	p->handed_out = true;		/* ours until it fails or is returned */
-	err = peer_ep_create(p, &ep);
-	while (!err) {
-		xf_progress_once(x);
-		if (p->state == XF_PEER_READY) {
-			*out = p;
-			return 0;
-		}
-		if (p->error)
-			err = connect_error(p->error);
-		else if (xf_now_ns() >= deadline)
-			err = -ETIMEDOUT;
-	}
-	xf_peer_fail(p, err);
-	p->closing = true;
-	while (p->close_req && !peer_closed(p))
-		ucp_worker_progress(x->worker);
-	xf_peers_reap(x);
-	return err;
-}
-
-HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
-{
-	struct hkv_xfer *x;
-	uint64_t deadline;
-
-	if (!p)
-		return;
-	x = p->x;
-	deadline = xf_deadline(x->timeout_ms);
-	while (p->ntx && p->state != XF_PEER_FAILED && xf_now_ns() < deadline)
-		xf_progress_once(x);
-	if (p->state != XF_PEER_FAILED && !p->ntx && p->ep) {
-		ucp_request_param_t rp = { .op_attr_mask = 0 };
-		void *r;
-
-		/* graceful: nothing in flight, flush and close */
-		xf_grants_end(p, -ECANCELED);
-		xf_rregs_destroy(p);
-		r = ucp_ep_close_nbx(p->ep, &rp);
-		p->ep = NULL;
-		if (UCS_PTR_IS_PTR(r))
-			p->close_req = r;
-		if (p->state == XF_PEER_READY)
-			x->st.peers--;
-		p->state = XF_PEER_FAILED;
-		p->error = -ECANCELED;
-	} else {
-		xf_peer_fail(p, -ECANCELED);
-	}
-	p->closing = true;
-	while ((p->ntx || p->close_req) && xf_now_ns() < deadline) {
-		ucp_worker_progress(x->worker);
-		peer_closed(p);
-		xf_tx_advance(x);
-	}
-	/* a close still flushing is finished and freed by later progress */
-	xf_peers_reap(x);
 }
 
 HKV_API uint64_t hkv_xfer_peer_id(const struct hkv_xfer_peer *p)
@@ -389,5 +297,10 @@ HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *p)
 {
 	if (!p)
 		return -EINVAL;
-	return p->state == XF_PEER_FAILED ? p->error : 0;
+	return p->error;	/* noted broken counts, before the next step acts on it */
+}
+
+HKV_API const char *hkv_xfer_peer_name(const struct hkv_xfer_peer *p)
+{
+	return p && p->authed ? p->name : NULL;
 }

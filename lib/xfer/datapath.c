@@ -10,13 +10,13 @@
  *   get: GET_REQ (header only); the target checks it and answers GET_REP
  *        with the payload straight from its registered pages.
  *
- * Why not ucp_put_nbx/ucp_get_nbx everywhere: where UCX 1.13 emulates RMA
- * in software (tcp, and shared memory for memory it did not allocate), its
- * handler on the passive side aborts the process when it cannot answer a
- * peer that died mid-operation. Here every failure is an error status, and
- * the target also refuses a write outside what it granted. Endpoints on
- * transports with native RMA (RDMA) choose the one-sided path with
- * HKV_XFER_RMA; the operation count is the same.
+ * Why never ucp_put_nbx/ucp_get_nbx: one-sided access needs the target's
+ * rkeys in the peer's hands, and where UCX 1.13 emulates RMA in software
+ * (tcp; shared memory for memory it did not allocate) its handler on the
+ * target reads or writes whatever address the peer names, without checking
+ * any rkey: any peer could read, write or fault the whole process. So the
+ * endpoint's UCX context has no RMA feature (UCX installs no RMA handler),
+ * and only this file's handlers touch the pool, each checking the grant.
  */
 #include "internal.h"
 
@@ -44,16 +44,14 @@ static void reject(struct hkv_xfer *x, struct hkv_xfer_peer *p, void *data,
 
 /* ---- target: DATA (a put's payload) ------------------------------------ */
 
-/* receive a rendezvous payload into dst (registered as memh); cb(user) ends it */
+/* receive a rendezvous payload into dst; cb(user) ends it */
 static ucs_status_ptr_t recv_rndv(struct hkv_xfer *x, void *data, void *dst, size_t length,
-				  ucp_mem_h memh, ucp_am_recv_data_nbx_callback_t cb, void *user)
+				  ucp_am_recv_data_nbx_callback_t cb, void *user)
 {
 	ucp_request_param_t rp = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_MEMH,
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
 		.cb.recv_am = cb,
 		.user_data = user,
-		.memh = memh,
 	};
 
 	return ucp_am_recv_data_nbx(x->worker, data, dst, length, &rp);
@@ -101,7 +99,7 @@ static ucs_status_t data_recv(void *arg, const void *header, size_t hlen, void *
 		return UCS_OK;
 	}
 	g->pending++;
-	r = recv_rndv(x, data, dst, length, reg->memh, put_recv_done, g);
+	r = recv_rndv(x, data, dst, length, put_recv_done, g);
 	if (r == NULL) {
 		g->pending--;
 		g->bytes_done += length;
@@ -145,12 +143,12 @@ void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	if (!g || g->released || g->ended || !xf_grant_covers(g, h->page, h->npages) ||
 	    !(reg = xf_reg_find(x, h->page)) ||
 	    h->page + h->npages > reg->first_page + reg->npages) {
-		xf_peer_fail(p, -EPROTO);
+		xf_peer_error(p, -EPROTO);
 		return;
 	}
 	gs = malloc(sizeof(*gs));
 	if (!gs) {
-		xf_peer_fail(p, -ENOMEM);
+		xf_peer_error(p, -ENOMEM);
 		return;
 	}
 	gs->g = g;
@@ -159,11 +157,10 @@ void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	{
 		ucp_request_param_t rp = {
 			.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-					UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_FLAGS,
+					UCP_OP_ATTR_FIELD_FLAGS,
 			.flags = UCP_AM_SEND_FLAG_REPLY,
 			.cb.send = get_sent,
 			.user_data = gs,
-			.memh = reg->memh,
 		};
 
 		g->pending++;
@@ -176,7 +173,7 @@ void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	g->pending--;
 	free(gs);
 	if (UCS_PTR_IS_ERR(r))
-		xf_peer_fail(p, xf_errno(UCS_PTR_STATUS(r)));
+		xf_peer_error(p, xf_errno(UCS_PTR_STATUS(r)));
 }
 
 /* ---- initiator: operations and GET_REP ---------------------------------- */
@@ -244,7 +241,7 @@ static ucs_status_t get_rep_recv(void *arg, const void *header, size_t hlen, voi
 		op_landed(x, tx, 0);
 		return UCS_OK;
 	}
-	r = recv_rndv(x, data, op->laddr, length, op->memh, get_recv_done, tx);
+	r = recv_rndv(x, data, op->laddr, length, get_recv_done, tx);
 	if (r == NULL)
 		op_landed(x, tx, 0);
 	else if (UCS_PTR_IS_ERR(r))
@@ -301,8 +298,6 @@ void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx)
 	if (x->inflight > tx->peer->st.max_ops_inflight)
 		tx->peer->st.max_ops_inflight = x->inflight;
 	if (put) {
-		rp.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-		rp.memh = op->memh;
 		r = ucp_am_send_nbx(tx->peer->ep, XF_AM_DATA, &op->hdr, sizeof(op->hdr),
 				    op->laddr, op->bytes, &rp);
 	} else {

@@ -1,28 +1,44 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * endpoint.c - an endpoint's life: the UCX context (RMA + active
- * messages) and worker, the pool's registrations and HELLO; at the end,
- * every connection closed, every transfer ended, everything given back.
- * Also the probe semaphores.
+ * endpoint.c - an endpoint's life: the keyring, the UCX context (active
+ * messages only: no RMA, so UCX serves no one-sided access to anything of
+ * this process) and worker, the pool's ranges; at the end, every
+ * connection closed, every transfer ended, everything given back.
  */
+#include <stddef.h>
+
 #include "internal.h"
 
-/* semaphores live in .probes; a tracer increments them on attach */
-#define XF_SEMA_DEFINE(name) \
-	__extension__ volatile unsigned short XF_SEMA(name) \
-	__attribute__((unused, section(".probes"), visibility("hidden")))
+/* the first layout of struct hkv_xfer_opts: later fields are read only
+ * where the caller's sz covers them */
+#define XF_OPTS_V1	(offsetof(struct hkv_xfer_opts, max_grants) + sizeof(unsigned))
 
-XF_SEMA_DEFINE(xfer_submit);
-XF_SEMA_DEFINE(xfer_done);
+
+/* the caller's options, over the defaults, as far as its sz covers */
+static int opts_copy(const struct hkv_xfer_opts *o, struct hkv_xfer_opts *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->sz = sizeof(*c);
+	if (!o)
+		return 0;
+	if (o->sz < XF_OPTS_V1)
+		return -EINVAL;
+	memcpy(c, o, XF_MIN(o->sz, sizeof(*c)));
+	c->sz = sizeof(*c);
+	return 0;
+}
 
 static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 {
-	struct hkv_xfer_opts def = { .sz = sizeof(def) };
-
-	if (!o)
-		o = &def;
-	if (o->sz < sizeof(*o) || o->timeout_ms < -1 || o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA))
+	if (o->timeout_ms < -1 ||
+	    o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA | HKV_XFER_SAME_UID) ||
+	    o->grant_timeout_ms < 0 || (o->key && o->key_len < XF_KEY_MIN))
 		return -EINVAL;
+	if (o->flags & HKV_XFER_RMA) {
+		xf_log(0, "HKV_XFER_RMA: one-sided access is not offered (UCX 1.13 does not "
+		       "check rkeys on tcp and shared memory)");
+		return -EOPNOTSUPP;
+	}
 	if (o->reg_chunk_bytes && o->reg_chunk_bytes < x->page_bytes)
 		return -EINVAL;
 	x->max_inflight = o->max_inflight ? o->max_inflight : XF_DEF_INFLIGHT;
@@ -30,6 +46,11 @@ static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 	x->reg_chunk_bytes = o->reg_chunk_bytes / x->page_bytes * x->page_bytes;
 	x->flags = o->flags;
 	x->max_grants = o->max_grants ? o->max_grants : XF_DEF_GRANTS;
+	x->grant_timeout_ms = o->grant_timeout_ms ? o->grant_timeout_ms :
+			      x->timeout_ms > 0 ? x->timeout_ms : XF_DEF_TIMEOUT_MS;
+	x->max_grant_mem = o->max_grant_mem ? o->max_grant_mem : XF_DEF_GRANT_MEM;
+	x->max_grant_mem_all = o->max_grant_mem_all ? o->max_grant_mem_all : XF_DEF_GRANT_MEM_ALL;
+	x->max_peers = o->max_peers ? o->max_peers : XF_DEF_PEERS;
 	return 0;
 }
 
@@ -37,7 +58,7 @@ static int ucx_init(struct hkv_xfer *x)
 {
 	ucp_params_t up = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME,
-		.features = UCP_FEATURE_RMA | UCP_FEATURE_AM,
+		.features = UCP_FEATURE_AM,	/* never UCP_FEATURE_RMA: see datapath.c */
 		.name = "hugekv-xfer",
 	};
 	ucp_worker_params_t wp = {
@@ -69,10 +90,11 @@ HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *o
 			    struct hkv_xfer **out)
 {
 	struct hkv_stats ps = { .sz = sizeof(ps) };
+	struct hkv_xfer_opts o;
 	struct hkv_xfer *x;
 	int err;
 
-	if (!pool || !out || hkv_stats(pool, &ps))
+	if (!pool || !out || hkv_stats(pool, &ps) || opts_copy(opts, &o))
 		return -EINVAL;
 	if (!ps.page_bytes)
 		return -EINVAL;		/* index-only: no bytes to move */
@@ -83,12 +105,15 @@ HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *o
 	x->pool_id = hkv_pool_id(pool);
 	x->page_bytes = ps.page_bytes;
 	x->npages = ps.npages;
-	err = opts_apply(x, opts);
+	err = opts_apply(x, &o);
+	if (err)
+		goto free_x;
+	err = xf_keys_load(x, &o);
 	if (err)
 		goto free_x;
 	err = ucx_init(x);
 	if (err)
-		goto free_x;
+		goto free_keys;
 	err = xf_am_init(x);
 	if (!err)
 		err = xf_datapath_init(x);
@@ -97,17 +122,14 @@ HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *o
 	err = xf_reg_create(x);
 	if (err)
 		goto ucx_fini;
-	err = xf_hello_build(x);
-	if (err)
-		goto unreg;
 	*out = x;
 	return 0;
 
-unreg:
-	xf_reg_destroy(x);
 ucx_fini:
 	ucp_worker_destroy(x->worker);
 	ucp_cleanup(x->ctx);
+free_keys:
+	xf_keys_free(x);
 free_x:
 	free(x);
 	return err;
@@ -160,8 +182,8 @@ HKV_API void hkv_xfer_destroy(struct hkv_xfer *x)
 		free(p);
 	}
 	xf_inbox_free(x);
-	free(x->hello);
 	xf_reg_destroy(x);
+	xf_keys_free(x);
 	ucp_worker_destroy(x->worker);
 	ucp_cleanup(x->ctx);
 	free(x);

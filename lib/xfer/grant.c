@@ -7,19 +7,36 @@
  * application's access callback must agree (that is where it pins the
  * units it owns). RELEASE, or the connection's failure, ends the grant and
  * tells the application how the transfer ended.
+ *
+ * Grants are bounded: the state of one peer's grants (the grant and its
+ * extents) and of all peers' stays under max_grant_mem and
+ * max_grant_mem_all (-ENOBUFS past them), and a grant not released by its
+ * deadline (grant_timeout_ms) closes the peer's connection: every grant it
+ * holds ends with -ETIMEDOUT, and its pins go back, once UCX has cancelled
+ * what still used its pages.
  */
 #include <stddef.h>
 
 #include "internal.h"
 
+static uint64_t grant_mem(unsigned n)
+{
+	return sizeof(struct xf_grant) + (uint64_t)n * sizeof(struct hkv_extent);
+}
+
 static int grant_check(struct hkv_xfer_peer *p, const struct xf_wire_grant_req *rq)
 {
 	struct hkv_xfer *x = p->x;
-	uint64_t pages;
+	uint64_t pages, mem = grant_mem(rq->n);
 	int err;
 
 	if (p->ngrants >= x->max_grants)
 		return -EBUSY;
+	if (p->grant_mem + mem > x->max_grant_mem || x->st.grant_mem + mem > x->max_grant_mem_all) {
+		x->st.grants_over_limit++;
+		p->st.grants_over_limit++;
+		return -ENOBUFS;
+	}
 	if (rq->op != HKV_XFER_OP_PUT && rq->op != HKV_XFER_OP_GET)
 		return -EINVAL;
 	err = xf_check_extents(rq->ext, rq->n, x->npages, &pages);
@@ -50,6 +67,14 @@ static int grant_add(struct hkv_xfer_peer *p, const struct xf_wire_grant_req *rq
 	g->id = rq->id;
 	g->op = rq->op;
 	g->n = rq->n;
+	g->mem = grant_mem(rq->n);
+	g->deadline = xf_deadline(p->x->grant_timeout_ms);
+	p->grant_mem += g->mem;
+	p->x->st.grant_mem += g->mem;
+	if (p->x->st.grant_mem > p->x->st.grant_mem_peak)
+		p->x->st.grant_mem_peak = p->x->st.grant_mem;
+	if (p->grant_mem > p->st.grant_mem_peak)
+		p->st.grant_mem_peak = p->grant_mem;
 	for (unsigned i = 0; i < rq->n; i++)
 		g->bytes_expected += rq->ext[i].len * p->x->page_bytes;
 	g->next = p->grants;
@@ -67,6 +92,8 @@ static void grant_end(struct hkv_xfer_peer *p, struct xf_grant *g, int result)
 	x->st.grants_active--;
 	p->st.grants_active--;
 	p->ngrants--;
+	p->grant_mem -= g->mem;
+	x->st.grant_mem -= g->mem;
 	free(g->ext);
 	free(g);
 }
@@ -87,7 +114,7 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	if (!xf_wire_hdr_ok(buf, len, sizeof(*rq), XF_AM_GRANT_REQ) ||
 	    rq->n > (len - sizeof(*rq)) / sizeof(rq->ext[0]) ||
 	    len != sizeof(*rq) + rq->n * sizeof(rq->ext[0])) {
-		xf_peer_fail(p, -EPROTO);
+		xf_peer_error(p, -EPROTO);
 		return;
 	}
 	err = grant_check(p, rq);
@@ -111,7 +138,7 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	rep.result = err;
 	err = xf_am_send(p, XF_AM_GRANT_REP, &rep, sizeof(rep));
 	if (err)
-		xf_peer_fail(p, err);
+		xf_peer_error(p, err);
 }
 
 /**
@@ -225,5 +252,32 @@ void xf_grants_end(struct hkv_xfer_peer *p, int err)
 			continue;
 		}
 		gp = &g->next;
+	}
+}
+
+/**
+ * xf_grants_expire() - a peer that let a grant pass its deadline is
+ *	closed: its grants end with -ETIMEDOUT and their pins go back
+ * @x: the endpoint
+ * @now: xf_now_ns()
+ */
+void xf_grants_expire(struct hkv_xfer *x, uint64_t now)
+{
+	struct hkv_xfer_peer *p;
+	struct xf_grant *g;
+
+	for (p = x->peers; p; p = p->next) {
+		if (p->state != XF_PEER_READY || p->error)
+			continue;
+		for (g = p->grants; g; g = g->next)
+			if (!g->ended && now >= g->deadline)
+				break;
+		if (!g)
+			continue;
+		xf_log(1, "peer %llu (\"%s\"): grant %llu passed its deadline: connection closed",
+		       (unsigned long long)p->id, p->name, (unsigned long long)g->id);
+		x->st.grants_expired++;
+		p->st.grants_expired++;
+		xf_peer_error(p, -ETIMEDOUT);
 	}
 }

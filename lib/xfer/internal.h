@@ -3,16 +3,23 @@
  * internal.h - libhugekv-xfer's table of contents, in layer order:
  *
  *   util.c      UCX status -> errno, clocks, "HOST:PORT", logging
- *   reg.c       registrations: ucp_mem_map per region chunk, rkeys, HELLO
- *   msg.c       active messages: wire format, send, the inbox
- *   conn.c      listen, accept, connect, HELLO exchange, peer failure
+ *   msg.c       active messages: wire format, send, the inbox, peer lookup,
+ *               noting a broken connection (xf_peer_error())
+ *   auth.c      keys, nonces, HMAC-SHA256 proofs (OpenSSL's libcrypto)
+ *   reg.c       the pool's ranges (regions split at reg_chunk_bytes), HELLO
  *   plan.c      checks of a transfer and its plan: fewest UCX operations
- *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE, DONE
- *   datapath.c  the two-sided data path: DATA, GET_REQ/GET_REP
- *   transfer.c  the initiator side: submit, issue (one-sided), flush, complete
- *   progress.c  progress, timeouts, wait/test
  *   stats.c     counters, latency histogram, slowest recent, JSON
+ *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE, DONE
+ *   datapath.c  the data path: DATA, GET_REQ/GET_REP
+ *   transfer.c  the initiator side: submit, issue, complete
+ *   conn.c      listen, HELLO and AUTH, failing a peer, reaping
+ *   progress.c  one step: dispatch of control messages, timeouts; wait/test
+ *   session.c   accept, connect, close
  *   endpoint.c  create and destroy
+ *
+ * Each file calls only files above it in this list: a lower layer that
+ * finds a connection broken notes it (xf_peer_error()), and conn.c fails
+ * the peer in the next progress step.
  *
  * An endpoint and everything hanging off it is used by one thread at a
  * time, so nothing here takes a lock. UCX callbacks only record what
@@ -35,7 +42,10 @@
 
 #include "hugekv.h"
 #include "hugekv-xfer.h"
-#include "probe.h"
+#ifndef unlikely
+#define unlikely(x)	__builtin_expect(!!(x), 0)	/* as the core's */
+#endif
+#include "../trace.h"	/* the probes, from bpf/hugekv_probes.h */
 
 #define XF_MIN(a, b)	((a) < (b) ? (a) : (b))
 #define XF_MAX(a, b)	((a) > (b) ? (a) : (b))
@@ -44,6 +54,17 @@
 #define XF_DEF_TIMEOUT_MS	10000
 #define XF_DEF_GRANTS		1024
 #define XF_MAX_EXTENTS		(1u << 20)	/* extents of one request */
+#define XF_DEF_GRANT_MEM	(1u << 20)	/* grant state per peer (bytes) */
+#define XF_DEF_GRANT_MEM_ALL	(16u << 20)	/* grant state of all peers */
+#define XF_DEF_PEERS		256
+#define XF_NONCE		32
+#define XF_MAC			32		/* HMAC-SHA256 */
+#define XF_NAME			64		/* a peer's name, with its NUL */
+#define XF_KEY_MIN		16
+#define XF_KEY_MAX		4096
+#define XF_MAX_KEYS		64
+#define XF_MAX_RANGES		65536u		/* ranges of a pool (in HELLO) */
+#define XF_PREAUTH_MSG		(XF_MAX_RANGES * 16u + 256u)	/* before AUTH, at most */
 
 /* ---- stats.c ---------------------------------------------------------- */
 
@@ -59,6 +80,7 @@ struct xf_stats {
 	uint64_t peers, transfers, failures, timeouts, refused, puts, gets;
 	uint64_t submitted, ops, pages, bytes, extents_in, max_ops_inflight;
 	uint64_t grants, grants_refused, grants_active, peer_failures;
+	uint64_t auth_failures, grants_expired, grants_over_limit, grant_mem, grant_mem_peak;
 	struct xf_hist lat, grant;
 	unsigned recent_head, nrecent;
 	struct hkv_xfer_slow recent[HKV_XFER_RECENT];
@@ -74,19 +96,23 @@ void xf_metrics_publish(struct hkv_xfer *x, bool force);
 
 /* ---- reg.c -------------------------------------------------------------- */
 
-/* one ucp_mem_map registration: whole KV pages of one region */
+/* a range of the pool: whole KV pages of one region, contiguous in memory;
+ * an operation never crosses one. Nothing is registered with UCX. */
 struct xf_reg {
 	uint64_t first_page, npages;
 	char *base;
-	ucp_mem_h memh;
-	void *rkey_buf;
-	size_t rkey_len;
 };
 
-/* the peer's registration, unpacked */
+/* the peer's range: pages only (no address leaves a process) */
 struct xf_rreg {
-	uint64_t first_page, npages, addr;
-	ucp_rkey_h rkey;
+	uint64_t first_page, npages;
+};
+
+/* a key of the keyring: for the peer called @name, or any peer ("") */
+struct xf_key {
+	char name[XF_NAME];
+	unsigned char *key;
+	size_t len;
 };
 
 /* ---- the objects ------------------------------------------------------ */
@@ -99,7 +125,7 @@ struct xf_grant {
 	struct hkv_extent *ext;
 	/* two-sided data path: receives/sends still using the pages */
 	unsigned pending;
-	uint64_t bytes_done, bytes_expected;
+	uint64_t bytes_done, bytes_expected, deadline, mem;
 	bool released, ended, answer;	/* answer: a two-sided put, send DONE */
 	int result;			/* RELEASE's result, or the failure */
 };
@@ -121,8 +147,11 @@ struct hkv_xfer_peer {
 	ucp_ep_h ep;
 	void *close_req;		/* forced close in progress */
 	int state, error;
-	bool incoming, handed_out, hello_in, closing;
-	uint64_t npages, page_bytes;
+	bool incoming, handed_out, hello_in, closing, authed, gentle, by_uid;
+	uint64_t npages, page_bytes, auth_deadline;
+	unsigned char nonce[XF_NONCE], peer_nonce[XF_NONCE];
+	char name[XF_NAME];		/* the name it authenticated as */
+	uint64_t grant_mem;		/* bytes of grant state it holds */
 	struct xf_rreg *rregs;
 	unsigned nrregs;
 	struct xf_grant *grants;	/* grants this peer holds on our pool */
@@ -144,14 +173,12 @@ struct xf_wire_data {
 /* one UCX operation of a transfer */
 struct xf_op {
 	char *laddr;
-	uint64_t raddr, bytes, rpage;
-	ucp_mem_h memh;
-	ucp_rkey_h rkey;
+	uint64_t bytes, rpage;
 	struct xf_wire_data hdr;	/* lives until the transfer is freed */
 	bool landed;			/* a get's data arrived */
 };
 
-enum { XF_TX_GRANT, XF_TX_DATA, XF_TX_FLUSH, XF_TX_ENDED };
+enum { XF_TX_GRANT, XF_TX_DATA, XF_TX_DONE_WAIT, XF_TX_ENDED };
 
 struct xf_tx {
 	struct xf_tx *next;		/* endpoint's list of transfers */
@@ -167,7 +194,7 @@ struct xf_tx {
 	unsigned nunits;
 	uint64_t pages, bytes;
 	uint64_t t_submit, t_grant, deadline;
-	bool granted, collect, am, wait_done, released;
+	bool granted, collect, wait_done, released;
 	hkv_xfer_done_fn done;
 	void *ctx;
 };
@@ -185,16 +212,18 @@ struct hkv_xfer {
 	ucp_listener_h listener;
 	struct xf_reg *regs;
 	unsigned nregs;
-	void *hello;			/* our HELLO message */
-	size_t hello_len;
 	struct hkv_xfer_peer *peers;
+	unsigned npeers, max_peers;
+	struct xf_key keys[XF_MAX_KEYS];
+	unsigned nkeys;
+	char name[XF_NAME];		/* ours, sent in HELLO */
 	uint64_t next_peer_id, next_tx_id;
 	struct xf_conn_req *conn_reqs;
 	struct xf_msg *inbox, **inbox_tail;
 	struct xf_tx *txs;		/* all transfers not yet collected */
 	unsigned inflight, max_inflight, max_grants, flags, pending_sends;
-	int timeout_ms;
-	uint64_t reg_chunk_bytes;
+	int timeout_ms, grant_timeout_ms;
+	uint64_t reg_chunk_bytes, max_grant_mem, max_grant_mem_all;
 	hkv_xfer_access_fn access;
 	void *access_ctx;
 	unsigned completed;		/* transfers ended by this progress call */
@@ -215,16 +244,27 @@ int xf_reg_create(struct hkv_xfer *x);
 void xf_reg_destroy(struct hkv_xfer *x);
 const struct xf_reg *xf_reg_find(const struct hkv_xfer *x, uint64_t page);
 const struct xf_rreg *xf_rreg_find(const struct hkv_xfer_peer *p, uint64_t page);
-int xf_hello_build(struct hkv_xfer *x);
+int xf_hello_send(struct hkv_xfer_peer *p);
 int xf_hello_parse(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_rregs_destroy(struct hkv_xfer_peer *p);
+
+/* ---- auth.c ------------------------------------------------------------- */
+
+int xf_keys_load(struct hkv_xfer *x, const struct hkv_xfer_opts *o);
+void xf_keys_free(struct hkv_xfer *x);
+int xf_nonce(unsigned char *buf, size_t len);
+int xf_auth_send(struct hkv_xfer_peer *p);
+void xf_auth_refuse(struct hkv_xfer_peer *p);
+/* 0 when the AUTH proves the peer knows its key (p->authed set), -EACCES,
+ * -EPROTO */
+int xf_auth_check(struct hkv_xfer_peer *p, const void *buf, size_t len);
 
 /* ---- msg.c -------------------------------------------------------------- */
 
 enum { XF_AM_HELLO = 0x4b31, XF_AM_GRANT_REQ, XF_AM_GRANT_REP, XF_AM_RELEASE,
-       XF_AM_DATA, XF_AM_GET_REQ, XF_AM_GET_REP, XF_AM_DONE };
+       XF_AM_DATA, XF_AM_GET_REQ, XF_AM_GET_REP, XF_AM_DONE, XF_AM_AUTH };
 #define XF_MAGIC	0x564b4858u	/* "XHKV" */
-#define XF_VERSION	1
+#define XF_VERSION	2
 
 struct xf_wire_hdr {
 	uint32_t magic;
@@ -247,21 +287,25 @@ struct xf_wire_result {		/* GRANT_REP, RELEASE, DONE */
 
 int xf_am_init(struct hkv_xfer *x);
 int xf_am_send(struct hkv_xfer_peer *p, unsigned am_id, const void *buf, size_t len);
-void xf_inbox_drain(struct hkv_xfer *x);
 void xf_inbox_free(struct hkv_xfer *x);
+struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep);
+void xf_peer_error(struct hkv_xfer_peer *p, int err);
+/* a GRANT_REP, RELEASE or DONE of @kind from @p, or NULL: malformed (the
+ * peer's connection is noted broken, -EPROTO) */
+const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
+					   size_t len, unsigned kind);
 void xf_wire_hdr_set(struct xf_wire_hdr *h, unsigned kind);
 bool xf_wire_hdr_ok(const void *buf, size_t len, size_t min, unsigned kind);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
-struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep);
 void xf_peer_fail(struct hkv_xfer_peer *p, int err);
-/* a GRANT_REP, RELEASE or DONE of @kind from @p, or NULL: malformed (the
- * peer is failed with -EPROTO) */
-const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
-					   size_t len, unsigned kind);
+struct hkv_xfer_peer *xf_peer_new(struct hkv_xfer *x, bool incoming);
+int xf_peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep);
+bool xf_peer_closed(struct hkv_xfer_peer *p);
 void xf_conn_reqs_accept(struct hkv_xfer *x);
 void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_peers_reap(struct hkv_xfer *x);
 void xf_peer_free(struct hkv_xfer_peer *p);
 
@@ -279,6 +323,7 @@ int xf_plan(const struct hkv_xfer *x, const struct hkv_xfer_peer *p,
 /* ---- grant.c ------------------------------------------------------------ */
 
 void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_grants_expire(struct hkv_xfer *x, uint64_t now);
 void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_grants_end(struct hkv_xfer_peer *p, int err);
 struct xf_grant *xf_grant_find(struct hkv_xfer_peer *p, uint64_t id, unsigned op);

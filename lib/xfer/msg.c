@@ -4,8 +4,9 @@
  * message always arrives whole, inside the receive callback), sent with a
  * reply endpoint (so the receiver knows which peer sent it). The receive
  * callback only copies the message into the endpoint's inbox; the inbox is
- * handled after ucp_worker_progress() returns, where sending and calling
- * the application are safe.
+ * handled after ucp_worker_progress() returns (progress.c), where sending
+ * and calling the application are safe. A broken connection is only noted
+ * here and below (xf_peer_error()); conn.c acts on it.
  */
 #include "internal.h"
 
@@ -33,6 +34,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 			    void *data, size_t length, const ucp_am_recv_param_t *param)
 {
 	struct hkv_xfer *x = arg;
+	struct hkv_xfer_peer *p;
 	struct xf_msg *m;
 	unsigned am_id;
 
@@ -40,6 +42,12 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 	(void)header_length;
 	if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
 		return UCS_OK;			/* not one of ours: no sender */
+	p = xf_peer_by_ep(x, param->reply_ep);
+	if (!p || (!p->authed && length > XF_PREAUTH_MSG)) {
+		if (p)			/* a stranger's big message is not kept */
+			xf_peer_error(p, -EPROTO);
+		return UCS_OK;
+	}
 	/* the id is not passed to the callback: it is the first wire field */
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV || length < sizeof(struct xf_wire_hdr))
 		length = 0;			/* a protocol error, reported below */
@@ -73,7 +81,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 int xf_am_init(struct hkv_xfer *x)
 {
 	static const unsigned ids[] = { XF_AM_HELLO, XF_AM_GRANT_REQ, XF_AM_GRANT_REP,
-					XF_AM_RELEASE, XF_AM_GET_REQ, XF_AM_DONE };
+					XF_AM_RELEASE, XF_AM_GET_REQ, XF_AM_DONE, XF_AM_AUTH };
 	unsigned i;
 
 	x->inbox = NULL;
@@ -149,55 +157,6 @@ int xf_am_send(struct hkv_xfer_peer *p, unsigned am_id, const void *buf, size_t 
 	return 0;
 }
 
-static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
-{
-	struct hkv_xfer_peer *p = xf_peer_by_ep(x, m->ep);
-
-	if (!p || p->state == XF_PEER_FAILED)
-		return;		/* a peer we already gave up on */
-	switch (m->am_id) {
-	case XF_AM_HELLO:
-		xf_on_hello(p, m->data, m->len);
-		break;
-	case XF_AM_GRANT_REQ:
-		xf_on_grant_req(p, m->data, m->len);
-		break;
-	case XF_AM_GRANT_REP:
-		xf_on_grant_rep(p, m->data, m->len);
-		break;
-	case XF_AM_RELEASE:
-		xf_on_release(p, m->data, m->len);
-		break;
-	case XF_AM_GET_REQ:
-		xf_on_get_req(p, m->data, m->len);
-		break;
-	case XF_AM_DONE:
-		xf_on_done(p, m->data, m->len);
-		break;
-	default:
-		xf_log(0, "peer %llu: malformed control message: connection closed",
-		       (unsigned long long)p->id);
-		xf_peer_fail(p, -EPROTO);
-	}
-}
-
-/**
- * xf_inbox_drain() - handle every received control message, in order
- * @x: the endpoint
- */
-void xf_inbox_drain(struct hkv_xfer *x)
-{
-	struct xf_msg *m;
-
-	while ((m = x->inbox)) {
-		x->inbox = m->next;
-		if (!x->inbox)
-			x->inbox_tail = &x->inbox;
-		dispatch(x, m);
-		free(m);
-	}
-}
-
 void xf_inbox_free(struct hkv_xfer *x)
 {
 	struct xf_msg *m;
@@ -207,4 +166,35 @@ void xf_inbox_free(struct hkv_xfer *x)
 		free(m);
 	}
 	x->inbox_tail = &x->inbox;
+}
+
+struct hkv_xfer_peer *xf_peer_by_ep(struct hkv_xfer *x, ucp_ep_h ep)
+{
+	struct hkv_xfer_peer *p;
+
+	for (p = x->peers; p; p = p->next)
+		if (p->ep == ep)
+			return p;
+	return NULL;
+}
+
+/**
+ * xf_peer_error() - a connection is broken: note why; the next progress
+ *	step fails everything on it (xf_peers_reap()), once
+ * @p: the peer
+ * @err: why (-EPROTO, -EACCES, -ETIMEDOUT, a send's error ...)
+ */
+void xf_peer_error(struct hkv_xfer_peer *p, int err)
+{
+	if (!p->error)
+		p->error = err;
+}
+
+const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *buf,
+					   size_t len, unsigned kind)
+{
+	if (len == sizeof(struct xf_wire_result) && xf_wire_hdr_ok(buf, len, len, kind))
+		return buf;
+	xf_peer_error(p, -EPROTO);
+	return NULL;
 }

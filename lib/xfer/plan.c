@@ -3,8 +3,8 @@
  * plan.c - the checks a transfer passes before anything moves, and its
  * plan: the fewest UCX operations. Both extent lists are walked in step;
  * a run of pages contiguous on both sides is one operation, cut only where
- * an extent pair stops being contiguous or a registration ends on either
- * side (an operation uses one memh and one rkey).
+ * an extent pair stops being contiguous or a range (a region, or a
+ * reg_chunk_bytes piece of one) ends on either side.
  */
 #include "internal.h"
 
@@ -140,7 +140,7 @@ static int ops_push(struct xf_op **ops, unsigned *n, unsigned *cap, const struct
  * @ops: receives the operations (malloc'd)
  * @nops: receives their number
  *
- * Return: 0, -ERANGE (a page outside every registration of its side),
+ * Return: 0, -ERANGE (a page outside every range of its side),
  * -ENOMEM.
  */
 int xf_plan(const struct hkv_xfer *x, const struct hkv_xfer_peer *p,
@@ -149,6 +149,8 @@ int xf_plan(const struct hkv_xfer *x, const struct hkv_xfer_peer *p,
 {
 	uint64_t pb = x->page_bytes, loff = 0, roff = 0;
 	unsigned li = 0, ri = 0, n = 0, cap = 0;
+	const struct xf_reg *plr = NULL;
+	const struct xf_rreg *prr = NULL;
 	struct xf_op *o = NULL;
 	int err = 0;
 
@@ -168,18 +170,17 @@ int xf_plan(const struct hkv_xfer *x, const struct hkv_xfer_peer *p,
 		if (per_page)
 			run = 1;
 		op.laddr = lr->base + (lp - lr->first_page) * pb;
-		op.raddr = rr->addr + (rp - rr->first_page) * pb;
 		op.bytes = run * pb;
 		op.rpage = rp;
 		op.landed = false;
-		op.memh = lr->memh;
-		op.rkey = rr->rkey;
-		if (!per_page && n && o[n - 1].memh == op.memh && o[n - 1].rkey == op.rkey &&
+		if (!per_page && n && plr == lr && prr == rr &&
 		    o[n - 1].laddr + o[n - 1].bytes == op.laddr &&
-		    o[n - 1].raddr + o[n - 1].bytes == op.raddr)
+		    o[n - 1].rpage + o[n - 1].bytes / pb == op.rpage)
 			o[n - 1].bytes += op.bytes;
 		else if ((err = ops_push(&o, &n, &cap, &op)))
 			goto fail;
+		plr = lr;
+		prr = rr;
 		loff += run;
 		roff += run;
 		if (loff == le[li].len)

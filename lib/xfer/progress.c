@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * progress.c - one progress step (UCX, new connections, control messages,
- * failed peers, timeouts, issuing, completions), and the waits built on it.
+ * progress.c - one progress step (UCX, new connections, control messages
+ * to their handlers, failed peers, timeouts, issuing, completions), and the
+ * waits built on it.
  * A transfer past its deadline fails with -ETIMEDOUT and takes its
  * connection down with it: operations already handed to UCX cannot be
  * recalled one by one, and a connection that stalls this long is broken.
@@ -12,6 +13,63 @@
 #include "internal.h"
 
 #define XF_IDLE_SPINS	4096	/* empty progress calls before a wait backs off */
+
+/* a control message to its handler, the top of every layer below */
+static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
+{
+	struct hkv_xfer_peer *p = xf_peer_by_ep(x, m->ep);
+
+	if (!p || p->state == XF_PEER_FAILED || p->error)
+		return;		/* a peer we already gave up on */
+	if (!p->authed && m->am_id != XF_AM_HELLO && m->am_id != XF_AM_AUTH) {
+		xf_log(1, "peer %llu: message %#x before authentication: connection closed",
+		       (unsigned long long)p->id, m->am_id);
+		x->st.auth_failures++;
+		xf_peer_fail(p, -EACCES);
+		return;
+	}
+	switch (m->am_id) {
+	case XF_AM_HELLO:
+		xf_on_hello(p, m->data, m->len);
+		break;
+	case XF_AM_AUTH:
+		xf_on_auth(p, m->data, m->len);
+		break;
+	case XF_AM_GRANT_REQ:
+		xf_on_grant_req(p, m->data, m->len);
+		break;
+	case XF_AM_GRANT_REP:
+		xf_on_grant_rep(p, m->data, m->len);
+		break;
+	case XF_AM_RELEASE:
+		xf_on_release(p, m->data, m->len);
+		break;
+	case XF_AM_GET_REQ:
+		xf_on_get_req(p, m->data, m->len);
+		break;
+	case XF_AM_DONE:
+		xf_on_done(p, m->data, m->len);
+		break;
+	default:
+		xf_log(0, "peer %llu: malformed control message: connection closed",
+		       (unsigned long long)p->id);
+		xf_peer_error(p, -EPROTO);
+	}
+}
+
+/* every received control message, in order */
+static void inbox_drain(struct hkv_xfer *x)
+{
+	struct xf_msg *m;
+
+	while ((m = x->inbox)) {
+		x->inbox = m->next;
+		if (!x->inbox)
+			x->inbox_tail = &x->inbox;
+		dispatch(x, m);
+		free(m);
+	}
+}
 
 static void timeouts(struct hkv_xfer *x, uint64_t now)
 {
@@ -38,8 +96,10 @@ static unsigned step(struct hkv_xfer *x)
 	if (x->conn_reqs)
 		xf_conn_reqs_accept(x);
 	if (x->inbox)
-		xf_inbox_drain(x);
+		inbox_drain(x);
 	xf_grants_poll(x);
+	if (x->st.grants_active)
+		xf_grants_expire(x, xf_now_ns());
 	xf_peers_reap(x);
 	if (x->txs) {
 		timeouts(x, xf_now_ns());

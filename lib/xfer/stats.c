@@ -5,6 +5,7 @@
  * percentile is within 1/32 of the truth), the last HKV_XFER_RECENT
  * transfers for "slowest recent", and the text/JSON dump.
  */
+#include <stddef.h>
 #include <stdio.h>
 
 #include "internal.h"
@@ -152,97 +153,133 @@ static void fill(const struct xf_stats *s, struct hkv_xfer_stats *st)
 	st->lat_max_ns = s->lat.max;
 	st->grant_p50_ns = xf_hist_pct(&s->grant, 50);
 	slowest(s, st);
+	st->auth_failures = s->auth_failures;
+	st->grants_expired = s->grants_expired;
+	st->grants_over_limit = s->grants_over_limit;
+	st->grant_mem = s->grant_mem;
+	st->grant_mem_peak = s->grant_mem_peak;
 }
+
+/* the first layout of struct hkv_xfer_stats: up to @slow */
+#define XF_STATS_V1	offsetof(struct hkv_xfer_stats, auth_failures)
 
 HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer *peer,
 			   struct hkv_xfer_stats *st)
 {
+	struct hkv_xfer_stats full;
 	size_t sz;
 
-	if (!x || !st || st->sz < sizeof(*st) || (peer && peer->x != x))
+	if (!x || !st || st->sz < XF_STATS_V1 || (peer && peer->x != x))
 		return -EINVAL;
-	sz = st->sz;
-	memset(st, 0, sizeof(*st));
-	st->sz = sz;
-	fill(peer ? &peer->st : &x->st, st);
-	st->peers = peer ? peer->state == XF_PEER_READY : x->st.peers;
+	sz = XF_MIN(st->sz, sizeof(full));
+	memset(&full, 0, sizeof(full));
+	fill(peer ? &peer->st : &x->st, &full);
+	full.peers = peer ? peer->state == XF_PEER_READY : x->st.peers;
+	if (peer)
+		full.grant_mem = peer->grant_mem;
+	full.sz = st->sz;
+	memcpy(st, &full, sz);
 	return 0;
 }
 
-static void print_json(FILE *f, const struct hkv_xfer_stats *st)
+/* every field of the stats, once: the JSON and the text are made from it */
+enum { F_U64, F_DBL };
+#define F(name, type)	{ #name, offsetof(struct hkv_xfer_stats, name), type }
+static const struct xf_field {
+	const char *name;
+	size_t off;
+	int type;
+} fields[] = {
+	F(peers, F_U64), F(transfers, F_U64), F(failures, F_U64), F(timeouts, F_U64),
+	F(refused, F_U64), F(puts, F_U64), F(gets, F_U64), F(ops, F_U64), F(pages, F_U64),
+	F(bytes, F_U64), F(extents_in, F_U64), F(ops_per_transfer, F_DBL),
+	F(max_ops_inflight, F_U64), F(grants, F_U64), F(grants_refused, F_U64),
+	F(grants_active, F_U64), F(peer_failures, F_U64), F(lat_p50_ns, F_U64),
+	F(lat_p99_ns, F_U64), F(lat_max_ns, F_U64), F(grant_p50_ns, F_U64),
+	F(auth_failures, F_U64), F(grants_expired, F_U64), F(grants_over_limit, F_U64),
+	F(grant_mem, F_U64), F(grant_mem_peak, F_U64),
+};
+#undef F
+#define S(name)	{ #name, offsetof(struct hkv_xfer_slow, name), F_U64 }
+static const struct xf_field slow_fields[] = {
+	S(id), S(peer), S(ns), S(grant_ns), S(pages), S(ops),
+};
+#undef S
+
+static void put_fields(FILE *f, const void *base, const struct xf_field *fl, unsigned n,
+		       bool json)
 {
 	unsigned i;
 
-	fprintf(f, "{\"transfers\":%llu,\"failures\":%llu,\"timeouts\":%llu,\"refused\":%llu,"
-		"\"puts\":%llu,\"gets\":%llu,\"ops\":%llu,\"pages\":%llu,\"bytes\":%llu,"
-		"\"extents_in\":%llu,\"ops_per_transfer\":%.3f,\"max_ops_inflight\":%llu,"
-		"\"grants\":%llu,\"grants_refused\":%llu,\"grants_active\":%llu,"
-		"\"peer_failures\":%llu,\"latency_ns\":{\"p50\":%llu,\"p99\":%llu,\"max\":%llu},"
-		"\"grant_p50_ns\":%llu,\"slowest\":[",
-		(unsigned long long)st->transfers, (unsigned long long)st->failures,
-		(unsigned long long)st->timeouts, (unsigned long long)st->refused,
-		(unsigned long long)st->puts, (unsigned long long)st->gets,
-		(unsigned long long)st->ops, (unsigned long long)st->pages,
-		(unsigned long long)st->bytes, (unsigned long long)st->extents_in,
-		st->ops_per_transfer, (unsigned long long)st->max_ops_inflight,
-		(unsigned long long)st->grants, (unsigned long long)st->grants_refused,
-		(unsigned long long)st->grants_active, (unsigned long long)st->peer_failures,
-		(unsigned long long)st->lat_p50_ns, (unsigned long long)st->lat_p99_ns,
-		(unsigned long long)st->lat_max_ns, (unsigned long long)st->grant_p50_ns);
-	for (i = 0; i < st->nslow; i++)
-		fprintf(f, "%s{\"id\":%llu,\"peer\":%llu,\"ns\":%llu,\"grant_ns\":%llu,"
-			"\"pages\":%llu,\"ops\":%llu,\"result\":%d}", i ? "," : "",
-			(unsigned long long)st->slow[i].id, (unsigned long long)st->slow[i].peer,
-			(unsigned long long)st->slow[i].ns, (unsigned long long)st->slow[i].grant_ns,
-			(unsigned long long)st->slow[i].pages, (unsigned long long)st->slow[i].ops,
-			st->slow[i].result);
-	fputc(']', f);
+	for (i = 0; i < n; i++) {
+		const char *p = (const char *)base + fl[i].off;
+
+		if (json)
+			fprintf(f, "%s\"%s\":", i ? "," : "", fl[i].name);
+		else
+			fprintf(f, "%s%s ", i % 6 ? ", " : i ? "\n  " : "  ", fl[i].name);
+		if (fl[i].type == F_DBL)
+			fprintf(f, "%.3f", *(const double *)p);
+		else
+			fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p);
+	}
 }
 
-static void print_text(FILE *f, const char *who, const struct hkv_xfer_stats *st)
+static void print_one(FILE *f, const struct hkv_xfer_stats *st, bool json)
 {
-	fprintf(f, "%s: %llu transfers (%llu failed, %llu timed out, %llu refused), "
-		"%llu ops (%.2f per transfer), %llu bytes\n"
-		"  latency p50 %.1f us, p99 %.1f us, max %.1f us; grant p50 %.1f us; "
-		"grants given %llu (refused %llu, active %llu); peer failures %llu\n",
-		who, (unsigned long long)st->transfers, (unsigned long long)st->failures,
-		(unsigned long long)st->timeouts, (unsigned long long)st->refused,
-		(unsigned long long)st->ops, st->ops_per_transfer,
-		(unsigned long long)st->bytes, st->lat_p50_ns / 1e3, st->lat_p99_ns / 1e3,
-		st->lat_max_ns / 1e3, st->grant_p50_ns / 1e3, (unsigned long long)st->grants,
-		(unsigned long long)st->grants_refused, (unsigned long long)st->grants_active,
-		(unsigned long long)st->peer_failures);
+	unsigned i;
+
+	if (json)
+		fputc('{', f);
+	put_fields(f, st, fields, sizeof(fields) / sizeof(fields[0]), json);
+	fputs(json ? ",\"slowest\":[" : "\n", f);
+	for (i = 0; i < st->nslow; i++) {
+		if (json)
+			fprintf(f, "%s{", i ? "," : "");
+		else
+			fprintf(f, "  slow %u:", i);
+		put_fields(f, &st->slow[i], slow_fields,
+			   sizeof(slow_fields) / sizeof(slow_fields[0]), json);
+		fprintf(f, json ? ",\"result\":%d}" : ", result %d\n", st->slow[i].result);
+	}
+	fputs(json ? "]}" : "", f);
+}
+
+static int peer_error(const struct hkv_xfer_peer *p)
+{
+	return p->error;
 }
 
 HKV_API int hkv_xfer_stats_print(const struct hkv_xfer *x, FILE *f, unsigned flags)
 {
 	struct hkv_xfer_stats st = { .sz = sizeof(st) };
 	const struct hkv_xfer_peer *p;
-	char who[64];
+	bool json = flags & HKV_PRINT_JSON;
 
 	if (!x || !f || flags & ~HKV_PRINT_JSON)
 		return -EINVAL;
 	hkv_xfer_stats(x, NULL, &st);
-	if (flags & HKV_PRINT_JSON) {
-		fprintf(f, "{\"pool\":%llu,\"registrations\":%u,\"peers\":%llu,\"endpoint\":",
-			(unsigned long long)x->pool_id, x->nregs, (unsigned long long)st.peers);
-		print_json(f, &st);
-		fprintf(f, ",\"per_peer\":[");
-		for (p = x->peers; p; p = p->next) {
-			hkv_xfer_stats(x, p, &st);
+	if (json)
+		fprintf(f, "{\"pool\":%llu,\"ranges\":%u,\"endpoint\":",
+			(unsigned long long)x->pool_id, x->nregs);
+	else
+		fprintf(f, "endpoint (pool %llu, %u ranges):\n", (unsigned long long)x->pool_id,
+			x->nregs);
+	print_one(f, &st, json);
+	if (json)
+		fputs(",\"per_peer\":[", f);
+	for (p = x->peers; p; p = p->next) {
+		hkv_xfer_stats(x, p, &st);
+		if (json)
 			fprintf(f, "%s{\"peer\":%llu,\"error\":%d,\"stats\":", p == x->peers ? "" : ",",
-				(unsigned long long)p->id, hkv_xfer_peer_error(p));
-			print_json(f, &st);
+				(unsigned long long)p->id, peer_error(p));
+		else
+			fprintf(f, "peer %llu (error %d):\n", (unsigned long long)p->id,
+				peer_error(p));
+		print_one(f, &st, json);
+		if (json)
 			fputc('}', f);
-		}
-		fprintf(f, "]}\n");
-	} else {
-		print_text(f, "endpoint", &st);
-		for (p = x->peers; p; p = p->next) {
-			hkv_xfer_stats(x, p, &st);
-			snprintf(who, sizeof(who), "peer %llu", (unsigned long long)p->id);
-			print_text(f, who, &st);
-		}
 	}
+	fputs(json ? "]}\n" : "", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -2,13 +2,17 @@
 /*
  * transfer.c - the initiator side: a transfer is checked and planned at
  * submission, asks the target for a grant, then issues its operations
- * (at most max_inflight across the endpoint), flushes the connection after
- * a put (remote completion), releases the grant and ends. A transfer whose
+ * (at most max_inflight across the endpoint), releases the grant and ends;
+ * a put ends when the target says every byte is in place (DONE). A transfer whose
  * operations failed, or whose connection failed, ends only once UCX has
  * completed every operation it issued, so no buffer is still in use when
  * its units are unpinned.
  */
 #include "internal.h"
+
+/* this library's probe semaphores (bpf/hugekv_probes.h, rows XFER), next
+ * to the only probe sites */
+HKV_PROBE_SEMAPHORES(XFER)
 
 static const struct hkv_xfer_req *req_ok(const struct hkv_xfer_req *req)
 {
@@ -100,7 +104,6 @@ static struct xf_tx *tx_new(struct hkv_xfer_peer *p, const struct hkv_xfer_req *
 	tx->done = req->done;
 	tx->ctx = req->ctx;
 	tx->collect = !req->done;
-	tx->am = !(p->x->flags & HKV_XFER_RMA);
 	return tx;
 }
 
@@ -142,8 +145,8 @@ static int submit(struct hkv_xfer_peer *p, const struct hkv_xfer_req *req, uint6
 	if (!p || !(req = req_ok(req)) || (!id && !req->done) || req->timeout_ms < 0)
 		return -EINVAL;
 	x = p->x;
-	if (p->state != XF_PEER_READY)
-		return p->state == XF_PEER_FAILED ? p->error : -ENOTCONN;
+	if (p->state != XF_PEER_READY || p->error)
+		return p->error ? p->error : -ENOTCONN;
 	err = tx_check(p, req, op, &pages);
 	if (err)
 		goto refused;
@@ -167,7 +170,7 @@ static int submit(struct hkv_xfer_peer *p, const struct hkv_xfer_req *req, uint6
 	p->ntx++;
 	xf_stats_submit(&x->st, tx);
 	xf_stats_submit(&p->st, tx);
-	xf_probe_submit(x->pool_id, p->id, tx->pages, (uint64_t)tx->nops, tx->bytes);
+	hkv_probe_xfer_submit(x->pool_id, p->id, tx->pages, (uint64_t)tx->nops, tx->bytes);
 	if (id)
 		*id = tx->id;
 	return 0;
@@ -218,46 +221,6 @@ void xf_on_grant_rep(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	tx->state = XF_TX_DATA;
 }
 
-static void op_done(void *req, ucs_status_t st, void *user)
-{
-	struct xf_tx *tx = user;
-
-	tx->inflight--;
-	if (tx->state == XF_TX_DATA)
-		tx->peer->x->inflight--;
-	if (st != UCS_OK && !tx->result)
-		tx->result = xf_errno(st);
-	ucp_request_free(req);
-}
-
-static void op_post(struct hkv_xfer *x, struct xf_tx *tx)
-{
-	const struct xf_op *op = &tx->ops[tx->next_op++];
-	ucp_request_param_t rp = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_MEMH,
-		.cb.send = op_done,
-		.user_data = tx,
-		.memh = op->memh,
-	};
-	ucs_status_ptr_t r;
-
-	if (tx->op == HKV_XFER_OP_PUT)
-		r = ucp_put_nbx(tx->peer->ep, op->laddr, op->bytes, op->raddr, op->rkey, &rp);
-	else
-		r = ucp_get_nbx(tx->peer->ep, op->laddr, op->bytes, op->raddr, op->rkey, &rp);
-	if (UCS_PTR_IS_ERR(r)) {
-		tx->result = xf_errno(UCS_PTR_STATUS(r));
-	} else if (r) {
-		tx->inflight++;
-		x->inflight++;
-		if (x->inflight > x->st.max_ops_inflight)
-			x->st.max_ops_inflight = x->inflight;
-		if (x->inflight > tx->peer->st.max_ops_inflight)
-			tx->peer->st.max_ops_inflight = x->inflight;
-	}
-}
-
 /**
  * xf_tx_issue() - issue operations, oldest transfer first, up to the bound
  * @x: the endpoint
@@ -269,35 +232,14 @@ void xf_tx_issue(struct hkv_xfer *x)
 	for (tx = x->txs; tx && x->inflight < x->max_inflight; tx = tx->next)
 		while (tx->state == XF_TX_DATA && !tx->result && tx->next_op < tx->nops &&
 		       tx->peer->state == XF_PEER_READY && x->inflight < x->max_inflight) {
-			if (tx->am)
-				xf_op_post_am(x, tx);
-			else
-				op_post(x, tx);
+			xf_op_post_am(x, tx);
 		}
-}
-
-/* a put is complete at the target only after a flush of the connection */
-static void flush(struct xf_tx *tx)
-{
-	ucp_request_param_t rp = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-		.cb.send = op_done,
-		.user_data = tx,
-	};
-	ucs_status_ptr_t r;
-
-	tx->state = XF_TX_FLUSH;
-	r = ucp_ep_flush_nbx(tx->peer->ep, &rp);
-	if (UCS_PTR_IS_ERR(r))
-		tx->result = xf_errno(UCS_PTR_STATUS(r));
-	else if (r)
-		tx->inflight++;
 }
 
 static void release(struct xf_tx *tx)
 {
 	struct xf_wire_result rl = { .id = tx->id, .result = tx->result,
-				     .nops = tx->am ? tx->next_op : 0 };
+				     .nops = tx->next_op };
 	int err;
 
 	if (!tx->granted || tx->released || tx->peer->state != XF_PEER_READY)
@@ -306,7 +248,7 @@ static void release(struct xf_tx *tx)
 	xf_wire_hdr_set(&rl.h, XF_AM_RELEASE);
 	err = xf_am_send(tx->peer, XF_AM_RELEASE, &rl, sizeof(rl));
 	if (err)
-		xf_peer_fail(tx->peer, err);
+		xf_peer_error(tx->peer, err);
 }
 
 static void tx_end(struct hkv_xfer *x, struct xf_tx *tx)
@@ -322,7 +264,7 @@ static void tx_end(struct hkv_xfer *x, struct xf_tx *tx)
 	unpin_units(x->pool, tx->units, tx->nunits);
 	xf_stats_done(&x->st, tx, ns);
 	xf_stats_done(&tx->peer->st, tx, ns);
-	xf_probe_done(x->pool_id, tx->peer_id, (uint64_t)tx->nops, tx->bytes, (int64_t)tx->result, ns);
+	hkv_probe_xfer_done(x->pool_id, tx->peer_id, (uint64_t)tx->nops, tx->bytes, (int64_t)tx->result, ns);
 	x->completed++;
 	xf_metrics_publish(x, false);
 }
@@ -334,23 +276,17 @@ static bool tx_step(struct hkv_xfer *x, struct xf_tx *tx)
 		return tx->result ? (tx_end(x, tx), true) : false;
 	if (tx->state == XF_TX_DATA && tx->inflight == 0 &&
 	    (tx->result || tx->next_op == tx->nops)) {
-		if (!tx->result && tx->am && tx->op == HKV_XFER_OP_PUT) {
-			/* two-sided put: done when the target says it has every byte */
+		if (!tx->result && tx->op == HKV_XFER_OP_PUT) {
+			/* a put is done when the target says it has every byte */
 			release(tx);
 			tx->wait_done = tx->released;
-			tx->state = XF_TX_FLUSH;
+			tx->state = XF_TX_DONE_WAIT;
 			return tx->wait_done ? false : (tx_end(x, tx), true);
 		}
-		if (!tx->result && !tx->am && tx->op == HKV_XFER_OP_PUT &&
-		    tx->peer->state == XF_PEER_READY)
-			flush(tx);
-		if (tx->state == XF_TX_DATA || tx->inflight == 0) {
-			tx_end(x, tx);
-			return true;
-		}
-		return false;
+		tx_end(x, tx);
+		return true;
 	}
-	if (tx->state == XF_TX_FLUSH && tx->inflight == 0 && (!tx->wait_done || tx->result)) {
+	if (tx->state == XF_TX_DONE_WAIT && tx->inflight == 0 && (!tx->wait_done || tx->result)) {
 		tx_end(x, tx);
 		return true;
 	}
@@ -397,8 +333,8 @@ void xf_tx_fail_peer(struct hkv_xfer_peer *p, int err)
 			continue;
 		if (!tx->result)
 			tx->result = err;
-		/* two-sided gets whose answer never came: nothing holds them */
-		if (tx->am && tx->op == HKV_XFER_OP_GET && tx->state == XF_TX_DATA)
+		/* gets whose answer never came: nothing holds them */
+		if (tx->op == HKV_XFER_OP_GET && tx->state == XF_TX_DATA)
 			for (i = 0; i < tx->next_op; i++)
 				if (!tx->ops[i].landed) {
 					tx->ops[i].landed = true;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * util.c - UCX status to errno, clocks, "HOST:PORT" parsing, logging.
+ * util.c - UCX status to errno, clocks, "HOST:PORT" parsing, logging
+ * (through the core's log sink).
  */
 #include <netdb.h>
 #include <stdarg.h>
@@ -93,41 +94,21 @@ int xf_parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
 	return 0;
 }
 
-static int log_level(void)
-{
-	static int level = -2;
-	const char *s;
-
-	if (level != -2)
-		return level;
-	s = getenv("HUGEKV_LOG");
-	level = 1;
-	if (s && !strcmp(s, "quiet"))
-		level = -1;
-	else if (s && !strcmp(s, "error"))
-		level = 0;
-	else if (s && !strcmp(s, "info"))
-		level = 2;
-	else if (s && !strcmp(s, "debug"))
-		level = 3;
-	return level;
-}
-
 /**
- * xf_log() - a message on stderr, filtered like the core's (HUGEKV_LOG)
+ * xf_log() - a message through the core's log sink (hkv_set_log_fn(), else
+ *	stderr filtered by HUGEKV_LOG), prefixed "xfer: "
  * @level: 0 error, 1 warning, 2 info, 3 debug
  * @fmt: printf format
  */
 void xf_log(int level, const char *fmt, ...)
 {
-	static const char *const names[] = { "error", "warning", "info", "debug" };
+	char msg[512];
 	va_list ap;
+	int n;
 
-	if (level > log_level())
-		return;
-	fprintf(stderr, "hugekv-xfer: %s: ", names[level & 3]);
+	n = snprintf(msg, sizeof(msg), "xfer: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	hkv_log_message(level, msg);
 }

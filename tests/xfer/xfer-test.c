@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +37,8 @@
 #define REFUSE_HI	320
 
 static int failures;
-static unsigned xflags;	/* HKV_XFER_RMA for the *-rma cases */
+static uint64_t tgt_grant_mem;	/* the target's max_grant_mem (0: default) */
+static unsigned tgt_flags;	/* the target's flags */
 
 #define CHECK(cond) do { \
 	if (!(cond)) { \
@@ -148,7 +150,8 @@ static int tgt_access(void *ctx, struct hkv_xfer_peer *peer, unsigned event, uns
 static void target_main(int wfd, unsigned xopts_chunk, int prefill)
 {
 	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000,
-				   .reg_chunk_bytes = xopts_chunk };
+				   .reg_chunk_bytes = xopts_chunk, .max_grant_mem = tgt_grant_mem,
+				   .flags = tgt_flags };
 	struct target t = { 0 };
 	struct hkv_extent e;
 	struct hkv_xfer *x;
@@ -229,8 +232,7 @@ struct side {
 
 static void side_open(struct side *s, unsigned chunk, int prefill)
 {
-	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000, .reg_chunk_bytes = chunk,
-				   .flags = xflags };
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000, .reg_chunk_bytes = chunk };
 	char addr[64];
 	unsigned port;
 	int err;
@@ -334,7 +336,8 @@ static void case_basic(void)
 		CHECK(strstr(buf, "{\"pool\":") == buf);
 		CHECK(strstr(buf, "\"transfers\":4,\"failures\":0") != NULL);
 		CHECK(strstr(buf, "\"per_peer\":[{\"peer\":1,") != NULL);
-		CHECK(strstr(buf, "endpoint: 4 transfers") != NULL);
+		CHECK(strstr(buf, "endpoint (pool ") != NULL);
+		CHECK(strstr(buf, "transfers 4, ") != NULL);
 		free(buf);
 	}
 	{
@@ -475,13 +478,22 @@ static void case_create(void)
 	o.reg_chunk_bytes = PB / 2;				/* below a page */
 	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EINVAL);
 	o.reg_chunk_bytes = 8 * PB;
-	setenv("HUGEKV_XFER_FAIL_REG", "3", 1);
-	CHECK_EQ(hkv_xfer_create(p, &o, &x), -ENOMEM);
+	o.flags = HKV_XFER_RMA;				/* one-sided: not offered */
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EOPNOTSUPP);
 	CHECK(x == NULL);
-	unsetenv("HUGEKV_XFER_FAIL_REG");
+	o.flags = 0;
 	CHECK_EQ(hkv_xfer_create(p, &o, &x), 0);
 	CHECK_EQ(hkv_xfer_nregs(x), 8);
 	hkv_xfer_destroy(x);
+	{	/* more ranges than HELLO may carry */
+		struct hkv_pool *big = pool_new(65540, 4096);
+
+		o.reg_chunk_bytes = 4096;
+		x = NULL;
+		CHECK_EQ(hkv_xfer_create(big, &o, &x), -EINVAL);
+		CHECK(x == NULL);
+		hkv_pool_destroy(big);
+	}
 	CHECK_EQ(hkv_check(p), 0);
 	hkv_pool_destroy(p);
 	hkv_pool_destroy(idx);
@@ -687,18 +699,236 @@ static void case_destroy_inflight(void)
 	hkv_pool_destroy(s.pool);
 }
 
-static void case_basic_rma(void)
+/* keys: none, a keyring file others may read, a bad line, a short key */
+static void case_keys(void)
 {
-	xflags = HKV_XFER_RMA;
-	case_basic();
-	xflags = 0;
+	struct hkv_pool *p = pool_new(64, PB);
+	struct hkv_xfer_opts o = { .sz = sizeof(o) };
+	char path[] = "/tmp/xfer-test-keyXXXXXX", *env = strdup(getenv("HUGEKV_XFER_KEY"));
+	struct hkv_xfer *x = NULL;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unsetenv("HUGEKV_XFER_KEY");
+	CHECK_EQ(hkv_xfer_create(p, NULL, &x), -ENOKEY);
+	o.key = "short";
+	o.key_len = 5;
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EINVAL);
+	o.key = NULL;
+	o.key_file = "/nonexistent/key";
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -ENOENT);
+	o.key_file = path;
+	CHECK(write(fd, "peer-a 0123456789abcdef0123\n# c\n\nany-peer-secret-0123\n", 52) == 52);
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), 0);		/* mkstemp: mode 0600 */
+	hkv_xfer_destroy(x);
+	x = NULL;
+	fchmod(fd, 0640);
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EPERM);
+	fchmod(fd, 0600);
+	CHECK(write(fd, "peer-b short\n", 13) == 13);
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EINVAL);
+	o.key_file = NULL;
+	o.name = "two words";
+	o.key = "0123456789abcdef";
+	o.key_len = 16;
+	CHECK_EQ(hkv_xfer_create(p, &o, &x), -EINVAL);
+	CHECK(x == NULL);
+	setenv("HUGEKV_XFER_KEY", env, 1);
+	free(env);
+	close(fd);
+	unlink(path);
+	CHECK_EQ(hkv_check(p), 0);
+	hkv_pool_destroy(p);
 }
 
-static void case_chunks_rma(void)
+/* a library peer with the wrong key: -EACCES, never accepted; the right
+ * key is served afterwards */
+static void case_wrong_key(void)
 {
-	xflags = HKV_XFER_RMA;
-	case_chunks();
-	xflags = 0;
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000,
+				   .key = "not the target's key at all", .key_len = 27 };
+	struct hkv_extent l = { 0, 4 }, r = { 0, 4 };
+	struct hkv_xfer_peer *peer = NULL;
+	struct hkv_xfer *bad;
+	struct side s;
+	char addr[64];
+	unsigned port;
+
+	s.tgt = target_start(&port, 0, 0);
+	s.pool = pool_new(NPAGES, PB);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_EQ(hkv_xfer_create(s.pool, &o, &bad), 0);
+	CHECK_EQ(hkv_xfer_connect(bad, addr, 0, &peer), -EACCES);
+	CHECK(peer == NULL);
+	hkv_xfer_destroy(bad);
+	o.key = NULL;
+	o.key_len = 0;
+	CHECK_EQ(hkv_xfer_create(s.pool, &o, &s.x), 0);
+	CHECK_EQ(hkv_xfer_connect(s.x, addr, 0, &s.peer), 0);
+	if (!s.peer)
+		exit(1);
+	CHECK(!strcmp(hkv_xfer_peer_name(s.peer), "hugekv"));
+	CHECK_EQ(hkv_alloc(s.pool, 4, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	fill(s.pool, &l, 1, 0x4242);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
+}
+
+/* same-host admission by uid: a peer without a key, of this uid, on
+ * loopback, is admitted where the target allows it (and refused where it
+ * does not); it admits the target the same way */
+static void case_same_uid(void)
+{
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000,
+				   .flags = HKV_XFER_SAME_UID };
+	struct hkv_extent l = { 0, 4 }, r = { 0, 4 };
+	struct hkv_xfer_peer *peer = NULL;
+	struct hkv_xfer *x;
+	char *env = strdup(getenv("HUGEKV_XFER_KEY")), addr[64];
+	struct side s;
+	unsigned port;
+
+	s.tgt = target_start(&port, 0, 0);		/* no HKV_XFER_SAME_UID */
+	s.pool = pool_new(NPAGES, PB);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	unsetenv("HUGEKV_XFER_KEY");
+	CHECK_EQ(hkv_xfer_create(s.pool, &o, &x), 0);	/* no key: uid only */
+	CHECK_EQ(hkv_xfer_connect(x, addr, 0, &peer), -EACCES);
+	hkv_xfer_destroy(x);
+	setenv("HUGEKV_XFER_KEY", env, 1);
+	s.x = NULL;
+	CHECK_EQ(hkv_xfer_create(s.pool, NULL, &s.x), 0);	/* the target waits for a peer */
+	CHECK_EQ(hkv_xfer_connect(s.x, addr, 0, &s.peer), 0);
+	side_close(&s);
+
+	tgt_flags = HKV_XFER_SAME_UID;
+	s.tgt = target_start(&port, 0, 0);
+	tgt_flags = 0;
+	s.pool = pool_new(NPAGES, PB);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	unsetenv("HUGEKV_XFER_KEY");
+	if (geteuid() == 0) {	/* another uid on this host: refused */
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			struct hkv_xfer *nx;
+			struct hkv_xfer_peer *np = NULL;
+
+			int err;
+
+			if (setgid(65534) || setuid(65534))
+				_exit(3);
+			err = hkv_xfer_create(pool_new(64, PB), &o, &nx);	/* the child's own */
+			if (err) {
+				fprintf(stderr, "  as uid 65534: endpoint: %s\n", strerror(-err));
+				_exit(5);
+			}
+			_exit(hkv_xfer_connect(nx, addr, 0, &np) == -EACCES ? 0 : 4);
+		}
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+		CHECK_EQ(WEXITSTATUS(st), 0);
+	}
+	CHECK_EQ(hkv_xfer_create(s.pool, &o, &s.x), 0);
+	setenv("HUGEKV_XFER_KEY", env, 1);
+	CHECK_EQ(hkv_xfer_connect(s.x, addr, 0, &s.peer), 0);
+	if (!s.peer)
+		exit(1);
+	CHECK_EQ(hkv_alloc(s.pool, 4, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	fill(s.pool, &l, 1, 0x5a5a);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
+	free(env);
+}
+
+/* a peer that asks for a grant and falls silent: the target's deadline
+ * (3 s here) closes it and releases the pins; the transfer fails */
+static void case_silent_peer(void)
+{
+	struct side s;
+	struct hkv_extent l, r = { 0, 64 };
+	struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = &l, .nlocal = 1, .remote = &r,
+				   .nremote = 1, .timeout_ms = 60000 };
+	uint64_t id;
+	int err;
+
+	side_open(&s, 0, 0);
+	CHECK_EQ(hkv_alloc(s.pool, 64, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(hkv_xfer_get(s.peer, &rq, &id), 0);	/* GRANT_REQ leaves now */
+	sleep(5);					/* no progress: silent */
+	err = hkv_xfer_wait(s.x, id, 0);
+	CHECK(err == -ECONNRESET || err == -ETIMEDOUT || err == -EIO);
+	CHECK(hkv_xfer_peer_error(s.peer) != 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);	/* the target: every grant ended, unit 1 unpinned, clean */
+}
+
+/* a flood of grant requests of many extents: the target holds at most
+ * 16 KiB of grant state for this peer here (-ENOBUFS past it), the rest
+ * work */
+static void case_grant_flood(void)
+{
+	enum { N = 20, EXT = 150 };	/* pages 0, 2 .. 298: below REFUSE_LO */
+	static struct hkv_extent re[EXT];
+	static uint64_t ids[N];
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	struct hkv_extent l;
+	unsigned i, ok = 0, nobufs = 0;
+	struct side s;
+	int err;
+
+	for (i = 0; i < EXT; i++)
+		re[i] = (struct hkv_extent){ 2 * i, 1 };	/* single pages */
+	tgt_grant_mem = 16 << 10;
+	side_open(&s, 0, 0);
+	tgt_grant_mem = 0;
+	CHECK_EQ(hkv_alloc(s.pool, EXT, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	for (i = 0; i < N; i++) {
+		struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = &l, .nlocal = 1, .remote = re,
+					   .nremote = EXT };
+
+		CHECK_EQ(hkv_xfer_get(s.peer, &rq, &ids[i]), 0);
+	}
+	for (i = 0; i < N; i++) {
+		err = hkv_xfer_wait(s.x, ids[i], 0);
+		ok += !err;
+		nobufs += err == -ENOBUFS;
+	}
+	if (!(nobufs > 0 && ok > 0 && ok + nobufs == N))
+		fprintf(stderr, "  flood: %u ok, %u ENOBUFS, last %d\n", ok, nobufs, err);
+	CHECK(nobufs > 0 && ok > 0 && ok + nobufs == N);
+	CHECK_EQ(hkv_xfer_stats(s.x, NULL, &st), 0);
+	CHECK_EQ(st.gets, ok);
+	CHECK_EQ(hkv_xfer_peer_error(s.peer), 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
+}
+
+/* stats as one JSON object, through a JSON parser */
+static void case_stats_json(void)
+{
+	struct side s;
+	struct hkv_extent l, r = { 0, 8 };
+	char path[] = "/tmp/xfer-test-jsonXXXXXX", cmd[512];
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+
+	side_open(&s, 0, 0);
+	CHECK_EQ(hkv_alloc(s.pool, 8, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	fill(s.pool, &l, 1, 0x99);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), 0);
+	CHECK_EQ(hkv_xfer_stats_print(s.x, f, HKV_PRINT_JSON), 0);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]));"
+		 " sys.exit(not (d[\"endpoint\"][\"puts\"] == 1 and len(d[\"per_peer\"]) == 1"
+		 " and len(d[\"endpoint\"][\"slowest\"]) == 2))' %s", path);
+	CHECK_EQ(system(cmd), 0);
+	unlink(path);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
 }
 
 /*
@@ -718,11 +948,15 @@ static const struct {
 } cases[] = {
 	{ "basic", case_basic, false },
 	{ "chunks", case_chunks, false },
-	{ "basic-rma", case_basic_rma, false },
-	{ "chunks-rma", case_chunks_rma, false },
 	{ "refused", case_refused, false },
 	{ "connect-refused", case_refused_connect, false },
 	{ "create", case_create, false },
+	{ "keys", case_keys, false },
+	{ "wrong-key", case_wrong_key, false },
+	{ "same-uid", case_same_uid, false },
+	{ "grant-flood", case_grant_flood, false },
+	{ "stats-json", case_stats_json, false },
+	{ "silent-peer", case_silent_peer, true },
 	{ "target-stopped", case_target_stopped, true },
 	{ "target-killed", case_target_killed, true },
 	{ "initiator-killed", case_initiator_killed, true },
@@ -738,6 +972,8 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	setenv("HUGEKV_LOG", "error", 0);
+	unsetenv("HUGEKV_XFER_KEY_FILE");	/* this test's own key, in the environment */
+	setenv("HUGEKV_XFER_KEY", "xfer-test: both sides' key", 1);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int before = failures;
 		bool want = argc < 2;

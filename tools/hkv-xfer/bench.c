@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "hkv-xfer.h"
+#include "../lib/json_reader.h"
 
 #define REPS_MAX	16
 
@@ -98,14 +99,19 @@ static int wait_rc(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* a top-level number of send's one-line JSON (tools/lib's reader for
+ * integers; the fractions with strtod after the key) */
 static double jnum(const char *json, const char *key)
 {
 	char pat[64];
 	const char *p;
+	uint64_t v;
 
+	if (!json_get_u64(json, key, &v))
+		return (double)v;
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	p = strstr(json, pat);
-	return p ? strtod(p + strlen(pat), NULL) : -1;
+	return p ? strtod(p + strlen(pat), NULL) : -1;	/* strtod skips the blank */
 }
 
 /* one serve + send pair; fills gbps, ops per transfer, latency p50/p99 */
@@ -159,7 +165,7 @@ static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *o
 	close(so[0]);
 	if (f)
 		fclose(f);
-	if (crc || src || !strstr(out, "\"verified\":true")) {
+	if (crc || src || !strstr(out, "\"verified\": true")) {	/* tools/lib's spacing */
 		fprintf(stderr, "hkv-xfer bench: %s run failed (send %d, serve %d)\n",
 			per_page ? "per-page" : "extents", crc, src);
 		return -1;

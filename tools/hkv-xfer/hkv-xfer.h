@@ -17,8 +17,10 @@
 
 #define XMIN(a, b)	((a) < (b) ? (a) : (b))
 
-/* exit codes: 0 ok, 1 failure (transfer, verification), 2 bad usage */
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+#include "../lib/tool.h"
+
+/* exit codes: tools/lib's (0 ok, 1 failure: transfer, verification; 2 bad usage) */
+enum { EXIT_FAIL = TOOL_FAIL, EXIT_USAGE = TOOL_USAGE };
 
 struct pool_args {
 	uint64_t pages, page_bytes;
@@ -51,14 +53,18 @@ struct args {
 	unsigned rounds, depth, inflight, count;
 	int timeout_ms;
 	uint64_t reg_chunk;
-	bool json, per_page, verify_all, quiet, readback, rma;
+	bool json, per_page, verify_all, quiet, readback, read_only;
 	bool remote_seed_set;
+	const char *key_file, *name;
 };
 
 int make_pool(const struct pool_args *pa, bool index_only, struct hkv_pool **pool,
 	      struct page_set *set);
 int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x);
-double now_s(void);
+static inline double now_s(void)
+{
+	return tool_now_s();
+}
 int do_serve(const struct args *a);
 int do_send(const struct args *a);
 int parse_backing(const char *s);

@@ -12,6 +12,10 @@
  * receiver's pages are allocated, writes a pattern into its own pages,
  * puts them there, and reads them back at the end; the receiver checks
  * the pattern of every page of every transfer it granted.
+ *
+ * Both sides authenticate with a key from the keyring file --key-file, or
+ * $HUGEKV_XFER_KEY_FILE, or $HUGEKV_XFER_KEY (never a secret on the
+ * command line); serve gives each sender only the pages it wrote itself.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +26,7 @@
 #include <time.h>
 
 #include "hkv-xfer.h"
+#include "../lib/parse.h"
 #include "../lib/tool.h"
 
 static void usage(FILE *f)
@@ -44,14 +49,18 @@ static void usage(FILE *f)
 "  --total-pages N    pages of requests per round (default pages/4)\n"
 "                     (both sides must agree on these two)\n"
 "  --seed S           churn seed (serve default 2, send default 1)\n"
-"  --reg-chunk B      registration chunk bytes (default: one per region)\n"
+"  --reg-chunk B      split regions into ranges of B (default: one per region)\n"
 "  --inflight N       UCX operations in flight at most (default 64)\n"
 "  --timeout MS       transfer/connect limit (default 10000)\n"
-"  --rma              one-sided data path (ucp_put_nbx/ucp_get_nbx)\n"
+"  --key-file PATH    keyring: lines \"NAME SECRET\" or one \"SECRET\", mode 0600\n"
+"                     (default $HUGEKV_XFER_KEY_FILE, then $HUGEKV_XFER_KEY)\n"
+"  --name NAME        this side's name, proved to the peer (default\n"
+"                     $HUGEKV_XFER_NAME, or \"hugekv\")\n"
 "  --json             one JSON object on stdout\n"
 "serve:\n"
 "  --listen HOST:PORT listen (port 0: any; the port is printed)\n"
-"  --count N          peers to serve, one after another (default 1)\n"
+"  --count N          peers to serve, one after another (default 1); each\n"
+"                     may read only the pages it wrote itself (per name)\n"
 "  --verify all|full  check every byte of every transfer (all, default), or\n"
 "                     only of transfers the sender marks (full) and the\n"
 "                     headers of the others\n"
@@ -64,54 +73,29 @@ static void usage(FILE *f)
 "  --remote-seed S    receiver's churn seed (default: serve's default)\n"
 "  --remote-pages N   receiver's pages (default --pages)\n"
 "  --no-readback      do not read the pages back and verify them\n"
+"  --read-only        only read the receiver's pages (no puts): exit 0 if\n"
+"                     every get was granted\n"
 "\n"
 "exit: 0 done and verified, 1 failure, 2 bad usage\n");
 }
 
+/* bytes: K M G are powers of 1024 (tools/lib/parse.h) */
 int parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += (*end == 'i') + (end[*end == 'i'] == 'B');
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return tool_parse_size(s, out);
 }
 
+/* the core's spelling of backings (HUGEKV_BACKING's) */
 int parse_backing(const char *s)
 {
-	static const char *const names[] = { "auto", "1g", "2m", "thp", "4k" };
-	unsigned i;
+	int b;
 
-	for (i = 0; i < 5; i++)
-		if (!strcmp(s, names[i]))
-			return (int)i;
-	return -1;
-}
-
-double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return hkv_backing_parse(s, &b) || b == HKV_BACKING_NONE ? -1 : b;
 }
 
 enum { O_PAGES = 256, O_PB, O_BACKING, O_OCC, O_SEED, O_CHUNK, O_INFL, O_TIMEOUT, O_JSON,
        O_LISTEN, O_COUNT, O_VERIFY, O_CONNECT, O_XP, O_TOTAL, O_ROUNDS, O_DEPTH,
-       O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET, O_RMA };
+       O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET, O_KEYFILE, O_NAME, O_RDONLY };
 
 static const struct option lopts[] = {
 	{ "pages", 1, 0, O_PAGES }, { "page-bytes", 1, 0, O_PB }, { "backing", 1, 0, O_BACKING },
@@ -122,17 +106,24 @@ static const struct option lopts[] = {
 	{ "total-pages", 1, 0, O_TOTAL }, { "rounds", 1, 0, O_ROUNDS }, { "depth", 1, 0, O_DEPTH },
 	{ "per-page", 0, 0, O_PERPAGE }, { "remote-seed", 1, 0, O_RSEED },
 	{ "remote-pages", 1, 0, O_RPAGES }, { "no-readback", 0, 0, O_NORB },
-	{ "quiet", 0, 0, O_QUIET }, { "rma", 0, 0, O_RMA }, { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
+	{ "quiet", 0, 0, O_QUIET }, { "key-file", 1, 0, O_KEYFILE }, { "name", 1, 0, O_NAME },
+	{ "read-only", 0, 0, O_RDONLY }, { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
 };
 
 static int parse_u(const char *s, unsigned *out, unsigned min)
 {
 	uint64_t v;
 
-	if (parse_size(s, &v) || v < min || v > (1u << 30))
+	if (tool_parse_count(s, &v) || v < min || v > (1u << 30))
 		return -1;
 	*out = (unsigned)v;
 	return 0;
+}
+
+/* a page count: at least 1, and its bytes within 64 bits */
+static bool bad_pages(const char *s, uint64_t *out)
+{
+	return tool_parse_count(s, out) || !*out || *out > (1ull << 40);
 }
 
 static int parse_args(int argc, char **argv, bool serve, struct args *a)
@@ -150,21 +141,20 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 
 		switch (c) {
 		case O_PAGES:
-			bad = parse_size(optarg, &a->pool.pages) || !a->pool.pages;
+			bad = bad_pages(optarg, &a->pool.pages);
 			break;
 		case O_PB:
 			bad = parse_size(optarg, &a->pool.page_bytes) || a->pool.page_bytes < 64 ||
-			      a->pool.page_bytes % 8;
+			      a->pool.page_bytes % 8 || a->pool.page_bytes > (1ull << 30);
 			break;
 		case O_BACKING:
 			bad = (a->pool.backing = parse_backing(optarg)) < 0;
 			break;
 		case O_OCC:
-			a->pool.occupancy = strtod(optarg, NULL);
-			bad = a->pool.occupancy < 0 || a->pool.occupancy >= 1;
+			bad = tool_parse_double(optarg, 0, 0.999, &a->pool.occupancy) != 0;
 			break;
 		case O_SEED:
-			bad = parse_size(optarg, &a->pool.seed);
+			bad = tool_parse_count(optarg, &a->pool.seed);
 			break;
 		case O_CHUNK:
 			bad = parse_size(optarg, &a->reg_chunk);
@@ -173,8 +163,18 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 			bad = parse_u(optarg, &a->inflight, 1);
 			break;
 		case O_TIMEOUT:
-			bad = parse_size(optarg, &v) || !v || v > 3600000;
+			bad = tool_parse_count(optarg, &v) || !v || v > 3600000;
 			a->timeout_ms = (int)v;
+			break;
+		case O_KEYFILE:
+			a->key_file = optarg;
+			break;
+		case O_NAME:
+			a->name = optarg;
+			break;
+		case O_RDONLY:
+			bad = serve;
+			a->read_only = true;
 			break;
 		case O_JSON:
 			a->json = true;
@@ -195,10 +195,10 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 			bad = !serve || (!a->verify_all && strcmp(optarg, "full"));
 			break;
 		case O_XP:
-			bad = parse_size(optarg, &a->xfer_pages) || !a->xfer_pages;
+			bad = bad_pages(optarg, &a->xfer_pages);
 			break;
 		case O_TOTAL:
-			bad = parse_size(optarg, &a->total_pages);
+			bad = bad_pages(optarg, &a->total_pages);
 			break;
 		case O_ROUNDS:
 			bad = serve || parse_u(optarg, &a->rounds, 1);
@@ -211,14 +211,11 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 			a->per_page = true;
 			break;
 		case O_RSEED:
-			bad = serve || parse_size(optarg, &a->remote.seed);
+			bad = serve || tool_parse_count(optarg, &a->remote.seed);
 			a->remote_seed_set = true;
 			break;
 		case O_RPAGES:
-			bad = serve || parse_size(optarg, &a->remote.pages);
-			break;
-		case O_RMA:
-			a->rma = true;
+			bad = serve || bad_pages(optarg, &a->remote.pages);
 			break;
 		case O_NORB:
 			bad = serve;
@@ -237,7 +234,8 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 		return -1;
 	if (!a->total_pages)
 		a->total_pages = a->pool.pages / 4;
-	if (a->total_pages < a->xfer_pages)
+	if (a->total_pages < a->xfer_pages || a->total_pages > a->pool.pages ||
+	    (a->remote.pages && a->total_pages > a->remote.pages))
 		return -1;
 	a->pool.req_pages = a->xfer_pages;
 	a->pool.nreq = a->total_pages / a->xfer_pages;
@@ -279,7 +277,7 @@ int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x)
 {
 	struct hkv_xfer_opts o = { .sz = sizeof(o), .max_inflight = a->inflight,
 				   .timeout_ms = a->timeout_ms, .reg_chunk_bytes = a->reg_chunk,
-				   .flags = a->rma ? HKV_XFER_RMA : 0 };
+				   .name = a->name, .key_file = a->key_file };
 	int err = hkv_xfer_create(pool, &o, x);
 
 	if (err)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hkv-xfer.h"
+#include "../lib/json_writer.h"
 
 struct slice {
 	struct hkv_extent *l, *r;
@@ -124,6 +125,22 @@ int do_send(const struct args *a)
 		fprintf(stderr, "hkv-xfer send: connect to %s: %s\n", a->addr, strerror(-err));
 		goto out_x;
 	}
+	if (a->read_only) {	/* the receiver decides: another sender's pages are refused */
+		err = run_round(x, peer, s, n, a, true);
+		if (a->json) {
+			struct json j;
+
+			json_begin(&j, stdout);
+			json_str(&j, "role", "send");
+			json_bool(&j, "read_only", true);
+			json_i64(&j, "result", err);
+			json_end(&j);
+		} else {
+			printf("read-only: %s\n", err ? strerror(-err) : "every get granted");
+		}
+		rc = err ? EXIT_FAIL : 0;
+		goto out_peer;
+	}
 	/* the timed rounds, then one more that the receiver checks in full */
 	for (r = 0; r <= a->rounds; r++) {
 		bool check = r == a->rounds;
@@ -161,17 +178,29 @@ int do_send(const struct args *a)
 			fprintf(stderr, "hkv-xfer send: %" PRIu64 " pages read back wrong\n", bad);
 	}
 	rc = bad || hkv_check(pool) ? EXIT_FAIL : 0;
-	if (a->json)
-		printf("{\"role\":\"send\",\"per_page\":%s,\"transfers\":%" PRIu64 ",\"pages\":%" PRIu64
-		       ",\"bytes\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"ops_per_transfer\":%.2f"
-		       ",\"extents_per_transfer\":%.2f,\"seconds\":%.6f,\"gbps\":%.3f"
-		       ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f"
-		       ",\"grant_p50_us\":%.1f,\"max_ops_inflight\":%" PRIu64 ",\"verified\":%s}\n",
-		       a->per_page ? "true" : "false", st.transfers, st.pages, st.bytes, st.ops,
-		       st.ops_per_transfer, st.transfers ? (double)st.extents_in / st.transfers : 0,
-		       t_total, t_total > 0 ? timed_bytes / t_total / 1e9 : 0, st.lat_p50_ns / 1e3,
-		       st.lat_p99_ns / 1e3, st.lat_max_ns / 1e3, st.grant_p50_ns / 1e3,
-		       st.max_ops_inflight, a->readback && !rc ? "true" : "false");
+	if (a->json) {
+		struct json j;
+
+		json_begin(&j, stdout);
+		json_str(&j, "role", "send");
+		json_bool(&j, "per_page", a->per_page);
+		json_u64(&j, "transfers", st.transfers);
+		json_u64(&j, "pages", st.pages);
+		json_u64(&j, "bytes", st.bytes);
+		json_u64(&j, "ops", st.ops);
+		json_dbl(&j, "ops_per_transfer", st.ops_per_transfer);
+		json_dbl(&j, "extents_per_transfer",
+			 st.transfers ? (double)st.extents_in / st.transfers : 0);
+		json_dbl(&j, "seconds", t_total);
+		json_dbl(&j, "gbps", t_total > 0 ? timed_bytes / t_total / 1e9 : 0);
+		json_dbl(&j, "lat_p50_us", st.lat_p50_ns / 1e3);
+		json_dbl(&j, "lat_p99_us", st.lat_p99_ns / 1e3);
+		json_dbl(&j, "lat_max_us", st.lat_max_ns / 1e3);
+		json_dbl(&j, "grant_p50_us", st.grant_p50_ns / 1e3);
+		json_u64(&j, "max_ops_inflight", st.max_ops_inflight);
+		json_bool(&j, "verified", a->readback && !rc);
+		json_end(&j);
+	}
 	else
 		printf("sent %" PRIu64 " transfers, %" PRIu64 " bytes: %.3f GB/s, %.2f ops per "
 		       "transfer, latency p50 %.1f us p99 %.1f us; read back: %s\n", st.transfers,

@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""hugekv.xfer: two real endpoints over real UCX (loopback), real 2 MiB
+hugepage pools; the target runs in its own thread (ctypes releases the GIL
+in every call), the example in two processes."""
+import errno
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import need_2m, TOP
+
+xfer = pytest.importorskip("hugekv.xfer", reason="libhugekv-xfer not built (no UCX)")
+import hugekv  # noqa: E402
+
+PAGE = 64 << 10
+KEY = b"test_xfer: the key both sides know"
+
+
+class Target(threading.Thread):
+    """A serving endpoint in its own thread: one peer, until it goes."""
+
+    def __init__(self, key=KEY, access=None, **kw):
+        super().__init__(daemon=True)
+        self.pool = hugekv.Pool(256, PAGE, backing="2m")
+        self.room = self.pool.alloc(64, contig=True)
+        self.ep = xfer.Endpoint(self.pool, key=key, name="target", timeout_ms=5000, **kw)
+        if access:
+            self.ep.on_access(access)
+        self.port = self.ep.listen("127.0.0.1:0")
+        self.error = None
+        self.stop = False
+        self.start()
+
+    def run(self):
+        try:
+            peer = self.ep.accept(timeout_ms=10000)
+            while not peer.error and not self.stop:
+                self.ep.progress()
+            self.stats = self.ep.stats_json()
+        except Exception as e:      # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def close(self):
+        self.stop = True
+        self.join(20)
+        self.ep.close()
+        self.pool.check()
+        self.pool.close()
+
+
+@pytest.fixture
+def pools():
+    need_2m(64)
+    with hugekv.Pool(256, PAGE, backing="2m") as pool:
+        yield pool
+
+
+def pattern(pool, ext, seed):
+    view = pool.as_array().reshape(-1)
+    rng = np.random.default_rng(seed)
+    for s, n in ext:
+        view[s * PAGE:(s + n) * PAGE] = rng.integers(0, 256, n * PAGE, dtype=np.uint8)
+    return np.concatenate([view[s * PAGE:(s + n) * PAGE] for s, n in ext])
+
+
+def read(pool, ext):
+    view = pool.as_array().reshape(-1)
+    return np.concatenate([view[s * PAGE:(s + n) * PAGE] for s, n in ext])
+
+
+def test_put_get_roundtrip(pools):
+    tgt = Target()
+    try:
+        ep = xfer.Endpoint(pools, key=KEY, name="initiator")
+        peer = ep.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
+        assert peer.name == "target" and peer.npages == 256 and peer.error == 0
+        src = pools.alloc(40)
+        back = pools.alloc(40)
+        want = pattern(pools, src, 1)
+        ep.wait(peer.put(src, np.array([[tgt.room[0, 0], 40]])))
+        ep.wait(peer.get(back, np.array([[tgt.room[0, 0], 40]])))
+        assert (read(pools, back) == want).all()
+        st = ep.stats()
+        assert st["puts"] == 1 and st["gets"] == 1 and st["bytes"] == 2 * 40 * PAGE
+        assert st["ops_per_transfer"] == 1.0
+        js = ep.stats_json()
+        assert js["endpoint"]["transfers"] == 2 and len(js["per_peer"]) == 1
+        json.dumps(js)
+        peer.close()
+        ep.close()
+        pools.free(src)
+        pools.free(back)
+    finally:
+        tgt.close()
+    assert tgt.error is None
+
+
+def test_put_remote_sizes_must_match(pools):
+    tgt = Target()
+    try:
+        ep = xfer.Endpoint(pools, key=KEY)
+        peer = ep.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
+        src = pools.alloc(8)
+        with pytest.raises(hugekv.Error) as ei:
+            peer.put(src, [[0, 9]])
+        assert ei.value.errno == errno.EINVAL
+        with pytest.raises(ValueError):
+            peer.put(src, [[-1, 8]])
+        with pytest.raises(ValueError):
+            peer.put(src, np.zeros((0, 2), dtype=np.int64))
+        with pytest.raises(hugekv.Error) as ei:
+            peer.put(src, [[300, 8]])           # beyond the peer's 256 pages
+        assert ei.value.errno == errno.ERANGE
+        with pytest.raises(ValueError):
+            ep.wait(0, timeout_ms=-5)
+        peer.close()
+        ep.close()
+        pools.free(src)
+    finally:
+        tgt.close()
+
+
+def test_wrong_key_refused(pools):
+    tgt = Target()
+    try:
+        ep = xfer.Endpoint(pools, key=b"not the target's key, sorry")
+        with pytest.raises(hugekv.Error) as ei:
+            ep.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
+        assert ei.value.errno == errno.EACCES
+        ep.close()
+        good = xfer.Endpoint(pools, key=KEY)
+        peer = good.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
+        peer.close()
+        good.close()
+    finally:
+        tgt.close()
+    assert tgt.stats["endpoint"]["auth_failures"] == 1
+
+
+def test_no_key(pools, monkeypatch):
+    monkeypatch.delenv("HUGEKV_XFER_KEY", raising=False)
+    monkeypatch.delenv("HUGEKV_XFER_KEY_FILE", raising=False)
+    with pytest.raises(hugekv.Error) as ei:
+        xfer.Endpoint(pools)
+    assert ei.value.errno == errno.ENOKEY
+    with pytest.raises(hugekv.Error) as ei:
+        xfer.Endpoint(pools, key=b"short")
+    assert ei.value.errno == errno.EINVAL
+    with pytest.raises(TypeError):
+        xfer.Endpoint("not a pool", key=KEY)
+
+
+def test_access_callback_sees_the_peer_and_refuses(pools):
+    seen = []
+
+    def access(name, event, op, ext, result):
+        seen.append((name, event, op, ext.tolist(), result))
+        if event == xfer.ACCESS_BEGIN and op == xfer.OP_GET:
+            return -errno.EPERM
+        return 0
+    tgt = Target(access=access)
+    try:
+        ep = xfer.Endpoint(pools, key=KEY, name="tenant-a")
+        peer = ep.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
+        src = pools.alloc(4)
+        start = int(tgt.room[0, 0])
+        ep.wait(peer.put(src, [[start, 4]]))
+        with pytest.raises(hugekv.Error) as ei:
+            ep.wait(peer.get(src, [[start, 4]]))
+        assert ei.value.errno == errno.EPERM
+        peer.close()
+        ep.close()
+        pools.free(src)
+    finally:
+        tgt.close()
+    assert seen[0] == ("tenant-a", xfer.ACCESS_BEGIN, xfer.OP_PUT, [[start, 4]], 0)
+    assert seen[1][:3] == ("tenant-a", xfer.ACCESS_END, xfer.OP_PUT) and seen[1][4] == 0
+    assert seen[2][:3] == ("tenant-a", xfer.ACCESS_BEGIN, xfer.OP_GET)
+    assert len(seen) == 3
+
+
+def test_example_two_processes():
+    need_2m(32)
+    r = subprocess.run([sys.executable, os.path.join(TOP, "python", "examples", "xfer_unit.py"),
+                        "--check"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "identical" in r.stdout
