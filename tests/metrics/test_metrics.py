@@ -418,10 +418,21 @@ def test_transfer_metrics():
     e = Env()
     try:
         common = ["--pages", "512", "--xfer-pages", "16", "--total-pages", "128"]
-        srv = e.spawn([xfer, "serve", "--listen", "127.0.0.1:0"] + common,
-                      stdout=subprocess.PIPE, text=True)
-        m = re.search(r"listening on port (\d+)", srv.stdout.readline())
-        assert m, "no port from hkv-xfer serve"
+        key = os.path.join(e.tmp, "key")        # both ends prove one key
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write("metrics-test-key-%d\n" % os.getpid())
+        e.env["HUGEKV_XFER_KEY_FILE"] = key
+        out = os.path.join(e.tmp, "serve.out")
+        with open(out, "w") as f:
+            srv = e.spawn([xfer, "serve", "--listen", "127.0.0.1:0"] + common,
+                          stdout=f, stderr=subprocess.STDOUT)
+
+        def port():
+            with open(out) as f:
+                m = re.search(r"listening on port (\d+)", f.read())
+            assert m or srv.poll() is None, "hkv-xfer serve exited: " + open(out).read()
+            return m
+        m = wait_for("the port of hkv-xfer serve", port, 30, 0.1)
         snd = e.spawn([xfer, "send", "--connect", "127.0.0.1:" + m.group(1), "--rounds", "400"]
                       + common, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
