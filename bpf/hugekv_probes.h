@@ -44,6 +44,11 @@
 	/* pool creation: pages of wanted bytes not obtained (err: -errno) */	\
 	X(CORE, arena_fallback, ARENA_FALLBACK, (U, pool), (S, node),		\
 	  (U, bytes), (U, wanted), (S, err), (U, ns))				\
+	/* a named pool restored after a process died holding its lock	\
+	 * (pool: the recovering process's id of it; reclaimed: pages the	\
+	 * dead held outside units; units: kept; dropped: unreadable units) */	\
+	X(CORE, named_recover, NAMED_RECOVER, (U, pool), (U, reclaimed),	\
+	  (U, units), (U, dropped))						\
 	/* a transfer accepted for submission */				\
 	X(XFER, xfer_submit, XFER_SUBMIT, (U, pool), (U, peer), (U, pages),	\
 	  (U, ops), (U, bytes))							\

@@ -244,6 +244,13 @@ HKV_ON(arena_fallback)
 	return 0;
 }
 
+HKV_ON(named_recover)
+{
+	count(HKV_P_NAMED_RECOVER);
+	emit(HKV_P_NAMED_RECOVER, a->pool, a->reclaimed, a->units, a->dropped, 0, 0);
+	return 0;
+}
+
 /* the peer's transfer counters, created zeroed on first use */
 static __always_inline struct hkv_xfer_stats *peer_stats(__u64 pool, __u64 peer)
 {

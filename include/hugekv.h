@@ -980,6 +980,163 @@ HKV_API int hkv_page_set_xfer(struct hkv_pool *pool, const struct hkv_page_xfer 
  */
 HKV_API void hkv_log_message(int level, const char *msg);
 
+/* ---- named pools: one pool for many processes, across restarts ------- */
+
+/* hkv_pool_unlink_flags(): remove the files even while processes are attached */
+#define HKV_UNLINK_FORCE	(1u << 0)
+/* the longest name of a named pool (letters, digits, '.', '_', '-'; not
+ * starting with '.') */
+#define HKV_NAME_MAX		63
+/* processes that may be attached to one named pool at a time */
+#define HKV_NAMED_SLOTS		64
+
+/**
+ * hkv_pool_attach() - attach a named pool another process (or this one
+ * before a restart) created
+ * @name: the pool's name (hkv_pool_opts.name at create)
+ * @flags: 0 (no flags are defined yet)
+ * @out: receives the pool
+ *
+ * Maps the pool's bookkeeping file and memory file at the addresses the
+ * creator recorded, so every pointer inside them is valid here too, and
+ * takes one of HKV_NAMED_SLOTS process slots. Every call works on the
+ * result; hkv_pool_destroy() detaches (the pool, its units and their bytes
+ * stay). A slot of a process that died is freed, and whatever it held
+ * outside units given back, by the next caller that finds it.
+ *
+ * Return: 0, or -EINVAL (bad @name or @flags), -ENOENT (no such pool),
+ * -EPERM (file of another owner, group- or world-writable, or not a
+ * regular file: a symlink is refused), -EPROTO (a layout this library
+ * does not read: another version of hugekv made it), -EAGAIN (its creation
+ * has not finished), -EADDRINUSE (this process already uses the pool's
+ * address range: attached already, or another mapping), -EUSERS (every
+ * slot taken), -ENOMEM.
+ */
+HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **out);
+
+/**
+ * hkv_pool_unlink() - remove a named pool's files
+ * @name: the pool's name
+ *
+ * The pool and its units are gone once every attached process detached.
+ *
+ * Return: 0, or -EINVAL (bad @name), -ENOENT, -EPERM (another owner),
+ * -EBUSY (a live process is attached: see hkv_pool_unlink_flags()).
+ */
+HKV_API int hkv_pool_unlink(const char *name);
+
+/**
+ * hkv_pool_unlink_flags() - hkv_pool_unlink() with flags
+ * @name: the pool's name
+ * @flags: 0, or HKV_UNLINK_FORCE to remove the files while processes are
+ *	attached (they keep their mappings until they detach)
+ *
+ * Return: as hkv_pool_unlink(), or -EINVAL for unknown @flags.
+ */
+HKV_API int hkv_pool_unlink_flags(const char *name, unsigned flags);
+
+/**
+ * struct hkv_named_info - a named pool as hkv_pool_info() sees it
+ * @sz: sizeof(struct hkv_named_info), set by the caller
+ * @name: the pool's name, NUL-terminated
+ * @npages: pages
+ * @page_bytes: bytes per page (0: index-only)
+ * @nlanes: lanes
+ * @backing: HKV_BACKING_* of the memory file (HKV_BACKING_NONE: index-only)
+ * @hugepage_bytes: page size of the memory file (0: index-only)
+ * @meta_bytes: size of the bookkeeping file (sparse: only what is used
+ *	takes memory)
+ * @layout_version: layout of the files
+ * @nattached: processes attached now (live ones: a dead process's slot is
+ *	counted out)
+ * @pids: their process ids, the first @nattached entries
+ * @recoveries: times a caller found the pool's lock held by a dead process
+ *	and restored the pool
+ * @reclaimed_pages: pages that dead processes held outside units, given back
+ * @dropped_pins: pins of dead processes dropped
+ * @dead_slots: slots of dead processes freed
+ * @created_ns: CLOCK_REALTIME of the creation
+ */
+struct hkv_named_info {
+	size_t sz;
+	char name[HKV_NAME_MAX + 1];
+	uint64_t npages, page_bytes;
+	unsigned nlanes;
+	int backing;
+	uint64_t hugepage_bytes, meta_bytes;
+	unsigned layout_version;
+	unsigned nattached;
+	int pids[HKV_NAMED_SLOTS];
+	uint64_t recoveries, reclaimed_pages, dropped_pins, dead_slots;
+	uint64_t created_ns;
+};
+
+/**
+ * hkv_pool_info() - what a named pool is and who is attached
+ * @pool: a named pool (created or attached)
+ * @info: receives the information; @info->sz set by the caller
+ *
+ * Return: 0, or -EINVAL (NULL, too small @info->sz), -EOPNOTSUPP (a pool
+ * without a name), -ECHILD (fork() above).
+ */
+HKV_API int hkv_pool_info(const struct hkv_pool *pool, struct hkv_named_info *info);
+
+/**
+ * hkv_unit_list() - the ids of the pool's units
+ * @pool: the pool
+ * @ids: receives up to @max ids, in no particular order (may be NULL when
+ *	@max is 0)
+ * @max: room in @ids
+ *
+ * After a restart, the engine attaches, lists its units (the ids it chose:
+ * block hashes) and serves hits at once.
+ *
+ * Return: the number of units the pool holds (only the first @max are
+ * written), or -EINVAL, -EDEADLK (inside the evict callback), -ECHILD.
+ */
+HKV_API int64_t hkv_unit_list(const struct hkv_pool *pool, uint64_t *ids, uint64_t max);
+
+/**
+ * hkv_unit_extents() - the extents of one unit
+ * @pool: the pool
+ * @unit: the unit's id
+ * @ext: receives up to @max extents, in the unit's page order (may be NULL
+ *	when @max is 0)
+ * @max: room in @ext
+ *
+ * Return: the number of extents of the unit (only the first @max are
+ * written), or -EINVAL, -ENOENT (no such unit), -EDEADLK, -ECHILD.
+ */
+HKV_API int hkv_unit_extents(const struct hkv_pool *pool, uint64_t unit,
+			     struct hkv_extent *ext, unsigned max);
+
+/**
+ * hkv_unit_seal() - record a checksum of a unit's bytes
+ * @pool: a pool with memory
+ * @unit: the unit's id
+ *
+ * XXH3 (64 bits) of the unit's pages in its page order, kept with the unit
+ * (in a named pool's file: it survives restarts). Write the bytes first;
+ * a split clears the checksum of both halves. Runs under the pool's
+ * residency lock for the time of the hash.
+ *
+ * Return: 0, or -EINVAL (NULL, an index-only pool), -ENOENT, -EDEADLK,
+ * -ECHILD.
+ */
+HKV_API int hkv_unit_seal(struct hkv_pool *pool, uint64_t unit);
+
+/**
+ * hkv_unit_verify() - compare a unit's bytes with its recorded checksum
+ * @pool: a pool with memory
+ * @unit: the unit's id
+ *
+ * What an engine calls before it serves a unit it found after a restart.
+ *
+ * Return: 0 (the bytes are the ones sealed), -EBADMSG (they differ; logged),
+ * -ENODATA (no checksum recorded), -EINVAL, -ENOENT, -EDEADLK, -ECHILD.
+ */
+HKV_API int hkv_unit_verify(struct hkv_pool *pool, uint64_t unit);
+
 #ifdef __cplusplus
 }
 #endif

@@ -170,7 +170,7 @@ static void evicted(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u
 	r->evictions++;
 	r->evicted_pages += u->npages;
 	hkv_probe_evict(pool->id, u->home, u->id, u->npages, reason);
-	free(u);
+	meta_release(u);
 }
 
 /* free the pages of parked evictions; returns the pages freed */
@@ -211,9 +211,13 @@ static int64_t evict_unit(struct hkv_pool *pool, struct hkv_res *r, struct res_u
 	res_evictable(r, u, false);
 	unit_hash_remove(r, u);
 	unit_lru_unlink(r, u);
-	if (r->fn) {
+	if (pool->named ? pool->named->evict_fn != NULL : r->fn != NULL) {
+		/* a named pool's callback is the evicting process's own */
 		res_cb_enter(&frame, pool);
-		r->fn(r->ctx, u->id, u->ext, u->n);
+		if (pool->named)
+			pool->named->evict_fn(pool->named->evict_ctx, u->id, u->ext, u->n);
+		else
+			r->fn(r->ctx, u->id, u->ext, u->n);
 		res_cb_leave(&frame);
 	}
 	if (unit_free_pages(pool, u)) {
@@ -289,7 +293,12 @@ HKV_API void hkv_set_evict_fn(struct hkv_pool *pool, hkv_evict_fn fn, void *ctx)
 {
 	if (!pool || res_lock(pool))
 		return;		/* from the callback itself, or after fork() */
-	pool->res->fn = fn;
-	pool->res->ctx = ctx;
+	if (pool->named) {	/* function pointers are this process's */
+		pool->named->evict_fn = fn;
+		pool->named->evict_ctx = ctx;
+	} else {
+		pool->res->fn = fn;
+		pool->res->ctx = ctx;
+	}
 	res_unlock(pool);
 }

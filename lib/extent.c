@@ -77,7 +77,7 @@ static int xi_reserve_nodes(struct xindex *x, uint32_t extra)
 		cap = UINT32_MAX - 1;
 	if (need > cap)
 		return -ENOMEM;
-	n = realloc(x->node, cap * sizeof(*n));
+	n = meta_realloc(x->node, cap * sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	x->node = n;
@@ -103,7 +103,7 @@ int xi_reserve_grow(struct xindex *x, uint32_t blocks)
 		return 0;
 	cap = HKV_MIN(HKV_MAX((uint64_t)x->ovf_cap + blocks - x->ovf_nfree,
 			      2ull * x->ovf_cap), most);
-	o = realloc(x->ovf, cap * sizeof(*o));
+	o = meta_realloc(x->ovf, cap * sizeof(*o));
 	if (!o)
 		return -ENOMEM;
 	x->ovf = o;
@@ -233,13 +233,13 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 	x->bin_bits = meta_alloc((size_t)(x->nexact + 1) * x->bin_stride * 8);
 	/* counts of every bin, then the exact bins' lowest groups, then the
 	 * long bins' (root, lowest) pairs */
-	x->bin_count = calloc((size_t)x->nlong + 1 + x->nexact + 1 + 2 * (x->nlong - x->nexact),
+	x->bin_count = meta_calloc((size_t)x->nlong + 1 + x->nexact + 1 + 2 * (x->nlong - x->nexact),
 			      sizeof(uint32_t));
 	x->bin_low = x->bin_count ? x->bin_count + x->nlong + 1 : NULL;
 	x->long_bin = x->bin_low ? x->bin_low + x->nexact + 1 : NULL;
 	for (uint32_t b = 0; x->bin_low && b < x->nexact + 1 + 2 * (x->nlong - x->nexact); b++)
 		x->bin_low[b] = XI_NIL;
-	x->bin_mask = calloc(x->nbinwords, 8);
+	x->bin_mask = meta_calloc(x->nbinwords, 8);
 	nseg = barrier ? (base + npages - 1) / barrier - base / barrier + 1 : 1;
 	if (!x->grp || !x->bin_bits ||
 	    !x->bin_count || !x->bin_mask || xi_reserve_nodes(x, (uint32_t)nseg + 1)) {
@@ -278,11 +278,11 @@ int xi_init(struct xindex *x, uint64_t base, uint64_t npages, uint64_t barrier)
 void xi_fini(struct xindex *x)
 {
 	meta_free(x->grp, ((size_t)x->npages + 63) / 64 * sizeof(struct xgroup));
-	free(x->ovf);
-	free(x->node);
+	meta_release(x->ovf);
+	meta_release(x->node);
 	meta_free(x->bin_bits, (size_t)(x->nexact + 1) * x->bin_stride * 8);
-	free(x->bin_count);
-	free(x->bin_mask);
+	meta_release(x->bin_count);
+	meta_release(x->bin_mask);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -373,6 +373,7 @@ static __always_inline void carve(struct xindex *x, struct xpick pk, uint64_t n,
 	}
 mark:
 	xi_set_range(x->allocated, start, n, true);
+	xi_own(x, start, n, true);
 	out->start = x->base + start;
 	out->len = n;
 }

@@ -565,6 +565,7 @@ static __always_inline void take_binned_in(struct xindex *x, struct xpick pk, ui
 	if (len == x->largest)
 		refresh_largest(x);
 	xi_set_range(x->allocated, start, n, true);
+	xi_own(x, start, n, true);
 	out->start = x->base + start;
 }
 
@@ -644,6 +645,7 @@ static __always_inline bool at_barrier(const struct xindex *x, uint32_t p)
 static __always_inline void free_bits(struct xindex *x, uint32_t s, uint64_t len, uint64_t *w,
 				      uint64_t m, uint64_t m2)
 {
+	xi_own(x, s, len, false);
 	if (!w) {
 		xi_set_range(x->allocated, s, len, false);
 		return;

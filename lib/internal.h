@@ -14,11 +14,15 @@
  *   meta.c          large bookkeeping arrays
  *   extent.c        free-extent index of one lane (extent.h: extent_group.c,
  *                   extent_bins.c, extent_tree.c; extent_check.c)
+ *   named_lock.c    a named pool's lock: process-shared, robust, recovered
  *   lane_defer.c    frees answered at once, run by the lane's holder
  *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
  *                   (lane_one.h: the allocation's lane_call(), inline)
  *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
+ *   named.c, named_recover.c, unit_list.c   named pools: files, attach,
+ *                   process slots, recovery (named.h); unit listing
+ *   unit_sum.c      a unit's checksum (hkv_unit_seal(), hkv_unit_verify())
  *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
  *   compat.c        the legacy free-slot view
  *   res.c, unit.c, evict.c, room.c, unit_check.c (res.h)   residency
@@ -74,6 +78,7 @@
 #include <sched.h>
 #include <sys/types.h>
 struct rlimit;
+struct stat;
 /* every entry returns 0 (or a count, descriptor, size) or -errno */
 struct os_ops {
 	int (*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off,
@@ -102,6 +107,14 @@ struct os_ops {
 	int (*futex_wake)(int *addr, int n);		/* threads woken */
 	/* membarrier(2) of this process's threads: MEMBARRIER_CMD_* */
 	int (*membarrier)(int cmd);			/* 0 or -errno */
+	/* named pools' files (named.c); open_file adds O_NOFOLLOW */
+	int (*open_file)(const char *path, int flags, unsigned mode);	/* fd */
+	int (*fstat)(int fd, struct stat *st);
+	int (*ftruncate)(int fd, uint64_t len);
+	int (*fallocate)(int fd, uint64_t off, uint64_t len);	/* mode 0 */
+	ssize_t (*pread)(int fd, void *buf, size_t len, uint64_t off);
+	int (*unlink)(const char *path);
+	int (*flock)(int fd, int op);			/* LOCK_* */
 };
 extern const struct os_ops os_default_ops;
 extern const struct os_ops *os;		/* what the library calls */
@@ -261,9 +274,43 @@ void arena_destroy(struct hkv_arena *a);
 int arena_regions(const struct hkv_arena *a, struct hkv_region *r, unsigned max);
 void arena_stats(const struct hkv_arena *a, struct hkv_stats *st);
 
-/* ---- meta.c: large bookkeeping arrays, on transparent huge pages ----- */
+/* ---- shheap.c: the heap inside a named pool's bookkeeping file -------- */
+#define SHHEAP_MIN_CLASS	7	/* 128-byte blocks */
+#define SHHEAP_CLASSES		48
+struct shheap {			/* in the file: addresses are absolute */
+	uint64_t base, end, top;	/* range, bump pointer */
+	uint64_t used;			/* bytes of live blocks */
+	uint64_t free_head[SHHEAP_CLASSES];
+};
+void shheap_init(struct shheap *h, void *base, uint64_t len);
+void *shheap_alloc(struct shheap *h, uint64_t bytes);	/* zeroed, or NULL */
+void *shheap_realloc(struct shheap *h, void *p, uint64_t bytes);
+void shheap_free(struct shheap *h, void *p);
+bool shheap_owns(const struct shheap *h, const void *p);
+bool shheap_is_block(const struct shheap *h, const void *p);
+uint64_t shheap_sweep(struct shheap *h, bool (*keep)(void *ctx, const void *payload),
+		      void *ctx);
+
+/* ---- meta.c: bookkeeping memory: large arrays on transparent huge pages;
+ * everything in a named pool's file heap while this thread holds (or
+ * builds) that pool (meta_heap_swap()) */
 void *meta_alloc(size_t bytes);		/* zeroed */
 void meta_free(void *p, size_t bytes);
+void *meta_calloc(size_t n, size_t size);	/* calloc() */
+void *meta_aligned(size_t bytes);		/* 64-byte aligned, zeroed */
+void *meta_realloc(void *p, size_t bytes);	/* realloc() */
+void meta_release(void *p);			/* free() of the three above */
+/* the file heap this thread allocates from (NULL: malloc); returns the old one */
+struct shheap *meta_heap_swap(struct shheap *h);
+/* this thread's hold of named pools and where its bookkeeping goes: one
+ * thread-local for all of it (one lookup per lock and unlock) */
+struct named_tls {
+	struct shheap *heap;	/* the file heap allocations go to, or NULL */
+	struct shheap *before;	/* heap before the outermost hold */
+	unsigned depth;		/* holds of named pools' locks */
+	uint8_t owner;		/* this process's slot + 1 in the pool held */
+};
+extern __thread struct named_tls named_tls;
 
 /* ---- extent.c: free-extent index of one lane (its own header: extent.h) -
  *
@@ -335,6 +382,11 @@ struct xindex {
 	struct xgroup *grp;	/* = allocated: the per-page state */
 	uint32_t (*ovf)[64];	/* overflow blocks of crowded groups */
 	uint32_t ovf_cap, ovf_free, ovf_nfree;	/* blocks, free-list head, free */
+	/* a named pool's owner array (per absolute page, the holder's slot +
+	 * 1, 0 when free), as its distance from this struct in 64-byte units
+	 * (both cache-line aligned in the pool's file); 0 for none. An offset,
+	 * not a pointer: it fills a hole, the struct stays four lines */
+	int32_t owner_off;
 	struct fext *node;
 	uint32_t ncap, nused, free_node;	/* node array, free-list head */
 	uint32_t nexact;	/* sizes 1..nexact are binned exactly */
@@ -488,6 +540,31 @@ static inline void xi_set_range(uint64_t *bits, uint64_t from, uint64_t len, boo
 	}
 	xi_set_range_slow(bits, from, len, set);
 }
+/* a named pool's owner bytes of the index's pages (indexed by space page), or NULL */
+static inline uint8_t *xi_owner(const struct xindex *x)
+{
+	return x->owner_off ? (uint8_t *)x + (int64_t)x->owner_off * 64 + x->base : NULL;
+}
+
+/* record that owner (per absolute page) holds the named pool's pages;
+ * 0 or -E2BIG when it is out of reach of the offset */
+static inline int xi_set_owner(struct xindex *x, uint8_t *owner)
+{
+	int64_t d = (owner - (uint8_t *)x) / 64;
+
+	if ((owner - (uint8_t *)x) % 64 || d == 0 || d < INT32_MIN || d > INT32_MAX)
+		return -E2BIG;
+	x->owner_off = (int32_t)d;
+	return 0;
+}
+
+/* a named pool's record of who holds [rel, +len): this process, or none */
+static __always_inline void xi_own(struct xindex *x, uint32_t rel, uint64_t len, bool held)
+{
+	if (unlikely(x->owner_off))
+		memset(xi_owner(x) + rel, held ? named_tls.owner : 0, len);
+}
+
 /* the free extents in descending length, in groups of one length: treap
  * extents one by one, then each bin (count extents of length bin) */
 struct xi_cursor {
@@ -522,6 +599,24 @@ uint32_t tree_prev(const struct xindex *x, uint32_t id);
 		}							\
 	} while (0)
 int xi_check(const struct xindex *x);
+
+/* ---- named_lock.c: a named pool's one lock (named.h has the file) -------
+ * A named pool is used by several processes: its lanes and its residency
+ * share one process-shared, robust, recursive mutex in the pool's file.
+ * lane_lock(), lanes_lock(), lane_call() and res_lock() of a named pool
+ * take it; the biased, combining and deferring paths of lane_call.c and
+ * lane_defer.c are off (they pass pointers into one process's memory). A
+ * caller that finds it held by a dead process restores the pool first
+ * (named_recover.c). While it holds the lock a thread allocates
+ * bookkeeping from the file's heap (meta_heap_swap()). */
+struct named_hdr;
+void named_lock(struct named_hdr *h);
+/* this process's slot in h (slot1 0: it left); attach and detach */
+void named_local_set(struct named_hdr *h, uint8_t slot1, uint64_t pool_id);
+void named_unlock(struct named_hdr *h);
+/* around an evict callback: the callback starts with no hold */
+void named_cb_enter(struct named_tls *save);
+void named_cb_leave(const struct named_tls *save);
 
 /* ---- lane.c, lane_call.c: a lane = an extent index + lock + counters --- */
 struct lane_counters {
@@ -609,6 +704,7 @@ struct lane {
 	/* written once, read by the holder at every call: a line of its own,
 	 * so that the slot stays in one line */
 	struct lane_defer *defer __attribute__((aligned(64)));	/* frees to run, or NULL */
+	struct named_hdr *named;	/* a named pool's lane: its lock, else NULL */
 	struct xindex xi __attribute__((aligned(64)));
 	struct lane_counters c;
 } __attribute__((aligned(64)));
@@ -673,6 +769,8 @@ void lane_serve(struct lane *l, const struct lane_call *mine);
  * paths, so that the compiler keeps its fields in registers there instead
  * of storing them for a slow path that most calls never take */
 int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call c);
+/* lane_call() of a named pool: fn under the pool's lock (named_lock.c) */
+int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c);
 void lane_serve_biased(struct lane *l);
 void lane_bias_on(const struct hkv_pool *pool, struct lane *l);
 void lane_unbias(struct lane *l);
@@ -734,6 +832,10 @@ static inline bool lane_trylock(struct lane *l)
 
 static inline void lane_lock(struct lane *l)
 {
+	if (unlikely(l->named)) {
+		named_lock(l->named);
+		return;
+	}
 	if (unlikely(!lane_trylock(l)))
 		lane_lock_wait(l);
 }
@@ -749,6 +851,10 @@ static inline void lane_release(struct lane *l)
 /* every unlock first runs the calls posted while the lock was held */
 static inline void lane_unlock(struct lane *l)
 {
+	if (unlikely(l->named)) {
+		named_unlock(l->named);
+		return;
+	}
 	if (unlikely(HKV_LOAD(&l->slot.state) == LANE_SLOT_POSTED || HKV_LOAD(&l->posted)))
 		lane_serve(l, NULL);
 	lane_release(l);
@@ -776,6 +882,8 @@ static inline __attribute__((always_inline)) int lane_call(struct hkv_pool *pool
 	int ret;
 
 	c->pool = pool;
+	if (unlikely(l->named))		/* its line is read anyway (defer) */
+		return named_lane_call(pool, l, fn, c);
 	if (likely(lane_owned(l))) {
 		if (likely(HKV_LOAD(&l->bias))) {
 			/* announce, then look: the lock free (acquire: a
@@ -856,6 +964,7 @@ struct hkv_pool {
 	 * its first range, one extent, is allocs - multi_extent_allocs) */
 	uint64_t alloc_nospc;
 	uint64_t extents_hist[HKV_EXTENTS_HIST];
+	struct named *named;		/* a named pool's files and slot, or NULL */
 };
 
 /* count a failed allocation (-ENOMEM or -ENOSPC) */
@@ -889,6 +998,33 @@ static inline uint64_t pool_free_pages(const struct hkv_pool *pool)
 		sum += lane_avail(&pool->lanes[i], &queued);
 	return sum;
 }
+
+/* the lanes and residency of pool->opts, its other fields set (named.c
+ * builds them inside its file); 0 or -errno, nothing left on failure */
+int pool_build(struct hkv_pool *pool);
+uint64_t pool_next_id(void);
+
+/* ---- named.c, named_recover.c, unit_list.c: named pools (named.h) -------
+ * pool->named: this process's view of a named pool */
+struct named {
+	struct named_hdr *hdr;
+	int meta_fd, mem_fd;
+	unsigned slot;
+	hkv_evict_fn evict_fn;		/* this process's evict callback */
+	void *evict_ctx;
+	struct hkv_arena *arena;	/* regions and stats (not mapped by arena.c) */
+};
+/*
+ * hkv_pool_create() of a pool with a name: files made and mapped, pool_build()
+ * run in them; hkv_pool_destroy() of one: detach */
+int named_create(struct hkv_pool *pool);
+void named_detach(struct hkv_pool *pool);
+bool named_name_ok(const char *name);
+/* hkv_check() of a named pool's owner records (dead slots reaped first) */
+int named_check(struct hkv_pool *pool);
+/* named_pins.c: this process's pins, recorded (residency locked) */
+int named_pin_note(struct hkv_pool *pool, uint64_t unit, bool pin);
+int named_pins_split(struct hkv_pool *pool, uint64_t unit, uint64_t new_unit);
 
 /* ---- fork.c: pools do not survive fork() ---------------------------------
  * The arena is MADV_DONTFORK and lane locks may be held by threads the child

@@ -182,7 +182,7 @@ HKV_API const char *hkv_strerror(int err)
 	case EINVAL: return "invalid argument (bad option, page range, or pages not in the state the call needs)";
 	case ENOMEM: return "not enough free pages or memory (hugepage pools: too few free hugepages for the pool; see hkvctl plan)";
 	case ENOSPC: return "the answer needs more extents than the caller has room for";
-	case EBUSY: return "busy: the unit is pinned, or the pages belong to a unit";
+	case EBUSY: return "busy: the unit is pinned, the pages belong to a unit, or processes are attached to the named pool";
 	case EEXIST: return "a unit with this id already exists";
 	case ENOENT: return "no unit with this id";
 	case EUCLEAN: return "allocator invariant broken (hkv_check)";
@@ -193,6 +193,11 @@ HKV_API const char *hkv_strerror(int err)
 	case EOPNOTSUPP: return "not supported on this machine (page size, THP or NUMA support missing)";
 	case EIO: return "memory placement could not be read back (move_pages or smaps)";
 	case EDEADLK: return "called from inside this pool's eviction callback (would deadlock)";
+	case EBADMSG: return "the unit's bytes differ from the checksum recorded for it";
+	case ENODATA: return "no checksum was recorded for the unit (hkv_unit_seal)";
+	case EPROTO: return "a named pool's files in a layout this library does not read (another hugekv version), or not a pool's files";
+	case EADDRINUSE: return "the named pool's address range is taken in this process (attached already?)";
+	case EUSERS: return "every process slot of the named pool is taken";
 	case ECHILD: return "the pool was created in another process (before fork()); only hkv_pool_destroy() works here";
 	}
 	s = strerrordesc_np(err < 0 ? -err : err);

@@ -9,6 +9,10 @@
  * space are 1.8 MiB, read at random on every take and free; one huge page
  * for them costs at most 1 MiB more than they hold. It uses the real system calls of os.c, not the replaceable table:
  * this is the library's own bookkeeping, like malloc, not the pool's memory.
+ *
+ * A thread that holds a named pool's lock (or builds the pool) allocates
+ * from the heap in that pool's file instead (shheap.c, meta_heap_swap()):
+ * the callers need not know which kind of pool they serve.
  */
 #include <sys/mman.h>
 
@@ -16,6 +20,24 @@
 
 #define META_HUGE	(2ull << 20)
 #define META_HUGE_MIN	(META_HUGE / 2)	/* smaller arrays stay on the heap */
+
+/* the named pool's file heap this thread works in (heap), or NULL */
+__thread struct named_tls named_tls;
+#define meta_heap	(named_tls.heap)
+
+/**
+ * meta_heap_swap() - route this thread's bookkeeping allocations
+ * @h: a named pool's heap, or NULL for malloc and anonymous memory
+ *
+ * Return: the heap routed to before.
+ */
+struct shheap *meta_heap_swap(struct shheap *h)
+{
+	struct shheap *old = meta_heap;
+
+	meta_heap = h;
+	return old;
+}
 
 static size_t meta_len(size_t bytes)
 {
@@ -33,6 +55,8 @@ void *meta_alloc(size_t bytes)
 	size_t len = meta_len(bytes);
 	char *p, *a;
 
+	if (meta_heap)
+		return shheap_alloc(meta_heap, bytes);
 	if (bytes < META_HUGE_MIN) {	/* cache-line aligned: group lines */
 		p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 		if (p)
@@ -60,8 +84,70 @@ void meta_free(void *p, size_t bytes)
 {
 	if (!p)
 		return;
-	if (bytes < META_HUGE_MIN)
+	if (meta_heap && shheap_owns(meta_heap, p))
+		shheap_free(meta_heap, p);
+	else if (bytes < META_HUGE_MIN)
 		free(p);
 	else
 		os_default_ops.munmap(p, meta_len(bytes));
+}
+
+/**
+ * meta_calloc() - calloc() for bookkeeping (meta_release() gives it back)
+ * @n: elements
+ * @size: bytes each
+ *
+ * Return: zeroed memory, or NULL.
+ */
+void *meta_calloc(size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (meta_heap)
+		return shheap_alloc(meta_heap, n * size);
+	return calloc(n, size);
+}
+
+/**
+ * meta_aligned() - zeroed, cache-line aligned bookkeeping
+ * @bytes: size
+ *
+ * Return: the memory, or NULL.
+ */
+void *meta_aligned(size_t bytes)
+{
+	void *p;
+
+	if (meta_heap)
+		return shheap_alloc(meta_heap, bytes);
+	p = aligned_alloc(64, HKV_ROUND_UP(HKV_MAX(bytes, 1), 64));
+	if (p)
+		memset(p, 0, bytes);
+	return p;
+}
+
+/**
+ * meta_realloc() - realloc() for bookkeeping
+ * @p: memory of meta_calloc(), meta_aligned() or meta_realloc(), or NULL
+ * @bytes: new size
+ *
+ * Return: the memory, or NULL (@p unchanged).
+ */
+void *meta_realloc(void *p, size_t bytes)
+{
+	if (meta_heap && (!p || shheap_owns(meta_heap, p)))
+		return shheap_realloc(meta_heap, p, bytes);
+	return realloc(p, bytes);
+}
+
+/**
+ * meta_release() - give back meta_calloc(), meta_aligned(), meta_realloc()
+ * @p: the memory, or NULL
+ */
+void meta_release(void *p)
+{
+	if (meta_heap && shheap_owns(meta_heap, p))
+		shheap_free(meta_heap, p);
+	else
+		free(p);
 }

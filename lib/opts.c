@@ -64,8 +64,8 @@ static int check_caller(const struct hkv_pool_opts *o)
 		return -E2BIG;
 	if (o->label && !label_ok(o->label))
 		return -EINVAL;
-	if (o->name)
-		return -EOPNOTSUPP;	/* named pools: not in this build */
+	if (o->name && !named_name_ok(o->name))
+		return -EINVAL;
 	return 0;
 }
 

@@ -13,7 +13,9 @@
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -161,6 +163,42 @@ static int os_membarrier(int cmd)
 	return syscall(SYS_membarrier, cmd, 0, 0) < 0 ? -errno : 0;
 }
 
+/* named pools' files (named.c): never through a symlink */
+static int os_open_file(const char *path, int flags, unsigned mode)
+{
+	return (int)neg_errno(open(path, flags | O_CLOEXEC | O_NOFOLLOW, (mode_t)mode));
+}
+
+static int os_fstat(int fd, struct stat *st)
+{
+	return (int)neg_errno(fstat(fd, st));
+}
+
+static int os_ftruncate(int fd, uint64_t len)
+{
+	return (int)neg_errno(ftruncate(fd, (off_t)len));
+}
+
+static int os_fallocate(int fd, uint64_t off, uint64_t len)
+{
+	return (int)neg_errno(fallocate(fd, 0, (off_t)off, (off_t)len));
+}
+
+static ssize_t os_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	return neg_errno(pread(fd, buf, len, (off_t)off));
+}
+
+static int os_unlink(const char *path)
+{
+	return (int)neg_errno(unlink(path));
+}
+
+static int os_flock(int fd, int op)
+{
+	return (int)neg_errno(flock(fd, op));
+}
+
 const struct os_ops os_default_ops = {
 	.mmap = os_mmap,
 	.munmap = os_munmap,
@@ -182,6 +220,13 @@ const struct os_ops os_default_ops = {
 	.futex_wait = os_futex_wait,
 	.futex_wake = os_futex_wake,
 	.membarrier = os_membarrier,
+	.open_file = os_open_file,
+	.fstat = os_fstat,
+	.ftruncate = os_ftruncate,
+	.fallocate = os_fallocate,
+	.pread = os_pread,
+	.unlink = os_unlink,
+	.flock = os_flock,
 };
 
 const struct os_ops *os = &os_default_ops;

@@ -8,6 +8,12 @@
 
 static uint64_t pool_ids;
 
+/* a new pool's id (named.c: an attached handle's too) */
+uint64_t pool_next_id(void)
+{
+	return __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
+}
+
 static int lanes_create(struct hkv_pool *pool)
 {
 	uint64_t q = pool->npages / pool->nlanes, rem = pool->npages % pool->nlanes;
@@ -15,7 +21,7 @@ static int lanes_create(struct hkv_pool *pool)
 	unsigned i;
 	int err;
 
-	pool->lanes = aligned_alloc(64, sizeof(struct lane) * pool->nlanes);
+	pool->lanes = meta_aligned(sizeof(struct lane) * pool->nlanes);
 	if (!pool->lanes)
 		return -ENOMEM;
 	for (i = 0; i < pool->nlanes; i++) {
@@ -31,7 +37,7 @@ static int lanes_create(struct hkv_pool *pool)
 undo_lanes:
 	while (i--)
 		lane_fini(&pool->lanes[i]);
-	free(pool->lanes);
+	meta_release(pool->lanes);
 	pool->lanes = NULL;
 	return err;
 }
@@ -44,7 +50,25 @@ static void lanes_destroy(struct hkv_pool *pool)
 	 * it may see a lock held */
 	for (i = 0; i < pool->nlanes; i++)
 		lane_fini(&pool->lanes[i]);
-	free(pool->lanes);
+	meta_release(pool->lanes);
+}
+
+/**
+ * pool_build() - the lanes and the residency state of a new pool
+ * @pool: the pool, its sizes set (and its arena, for a memory pool)
+ *
+ * Return: 0, or -errno with nothing left.
+ */
+int pool_build(struct hkv_pool *pool)
+{
+	int err = lanes_create(pool);
+
+	if (err)
+		return err;
+	err = res_create(pool);
+	if (err)
+		lanes_destroy(pool);
+	return err;
 }
 
 HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **out)
@@ -70,7 +94,7 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 		goto free_pool;
 	memcpy(pool->label, label_len ? pool->opts.label : "", label_len + 1);
 	pool->opts.label = pool->label[0] ? pool->label : NULL;
-	pool->id = __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
+	pool->id = pool_next_id();
 	pool->fork_gen = fork_generation();
 	pool->lane_bias = lane_bias_setup();
 	pool->lane_defer = env_get()->lane_defer != 0;
@@ -82,24 +106,26 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	/* boundaries sit at multiples of the chunk: none inside the pool, none at all */
 	if (pool->chunk_pages >= pool->npages)
 		pool->chunk_pages = 0;
+	if (pool->opts.name) {		/* in its files (named.c) */
+		err = named_create(pool);
+		if (err)
+			goto free_pool;
+		*out = pool;
+		return 0;
+	}
 	if (pool->page_bytes) {
 		err = arena_create(pool, &pool->arena);
 		if (err)
 			goto free_pool;
 	}
-	err = lanes_create(pool);
+	err = pool_build(pool);
 	if (err)
 		goto destroy_arena;
-	err = res_create(pool);
-	if (err)
-		goto destroy_lanes;
 	pthread_mutex_init(&pool->slots_lock, NULL);
 	statpage_start(pool);
 	*out = pool;
 	return 0;
 
-destroy_lanes:
-	lanes_destroy(pool);
 destroy_arena:
 	if (pool->arena)
 		arena_destroy(pool->arena);
@@ -122,6 +148,12 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 		return;
 	}
 	statpage_stop(pool);	/* its thread reads the pool */
+	if (pool->named) {		/* the pool stays: this process detaches */
+		free(pool->label);
+		pool->label = NULL;
+		named_detach(pool);
+		return;
+	}
 	res_destroy(pool);
 	compat_fini(pool);
 	if (!pool_forked(pool))		/* a fork() child may see it held */

@@ -27,6 +27,7 @@ void res_cb_enter(struct res_cb_frame *f, const struct hkv_pool *pool)
 	f->pool = pool;
 	f->prev = cb_top;
 	cb_top = f;
+	named_cb_enter(&f->named);	/* the callback may use other pools */
 }
 
 /**
@@ -35,6 +36,7 @@ void res_cb_enter(struct res_cb_frame *f, const struct hkv_pool *pool)
  */
 void res_cb_leave(struct res_cb_frame *f)
 {
+	named_cb_leave(&f->named);
 	cb_top = f->prev;
 }
 
@@ -66,7 +68,10 @@ int res_lock(struct hkv_pool *pool)
 	if (res_in_callback(pool))
 		return -EDEADLK;
 	log_hold();
-	pthread_mutex_lock(&pool->res->lock);
+	if (pool->named)
+		named_lock(pool->named->hdr);
+	else
+		pthread_mutex_lock(&pool->res->lock);
 	return 0;
 }
 
@@ -76,7 +81,10 @@ int res_lock(struct hkv_pool *pool)
  */
 void res_unlock(struct hkv_pool *pool)
 {
-	pthread_mutex_unlock(&pool->res->lock);
+	if (pool->named)
+		named_unlock(pool->named->hdr);
+	else
+		pthread_mutex_unlock(&pool->res->lock);
 	log_release();
 }
 
@@ -97,12 +105,12 @@ void res_evictable(struct hkv_res *r, const struct res_unit *u, bool add)
 /* the state's arrays and the state itself (any of them may be NULL) */
 static void res_free(struct hkv_res *r)
 {
-	free(r->evictable);
-	free(r->cand);
-	free(r->cursor);
-	free(r->lru);
-	free(r->bucket);
-	free(r);
+	meta_release(r->evictable);
+	meta_release(r->cand);
+	meta_release(r->cursor);
+	meta_release(r->lru);
+	meta_release(r->bucket);
+	meta_release(r);
 }
 
 /**
@@ -113,18 +121,22 @@ static void res_free(struct hkv_res *r)
  */
 int res_create(struct hkv_pool *pool)
 {
-	struct hkv_res *r = calloc(1, sizeof(*r));
+	struct hkv_res *r = meta_calloc(1, sizeof(*r));
 	unsigned w = pool->opts.evict_window;
 
 	if (!r)
 		return -ENOMEM;
 	r->nbuckets = 64;
-	r->bucket = calloc(r->nbuckets, sizeof(*r->bucket));
-	r->lru = calloc(pool->nlanes, sizeof(*r->lru));
-	r->cursor = calloc(pool->nlanes, sizeof(*r->cursor));
+	/* a named pool's table never grows: a process killed while moving
+	 * units to a new table would lose them (units <= pages) */
+	while (pool->opts.name && r->nbuckets < pool->npages)
+		r->nbuckets *= 2;
+	r->bucket = meta_calloc(r->nbuckets, sizeof(*r->bucket));
+	r->lru = meta_calloc(pool->nlanes, sizeof(*r->lru));
+	r->cursor = meta_calloc(pool->nlanes, sizeof(*r->cursor));
 	r->window = w ? w : RES_DEF_WINDOW;
-	r->cand = calloc(r->window, sizeof(*r->cand));
-	r->evictable = calloc(pool->nlanes, sizeof(*r->evictable));
+	r->cand = meta_calloc(r->window, sizeof(*r->cand));
+	r->evictable = meta_calloc(pool->nlanes, sizeof(*r->evictable));
 	if (!r->bucket || !r->lru || !r->cursor || !r->cand || !r->evictable)
 		goto free_arrays;
 	if (pthread_mutex_init(&r->lock, NULL))
@@ -152,12 +164,12 @@ void res_destroy(struct hkv_pool *pool)
 
 		for (; u; u = next) {
 			next = u->hnext;
-			free(u);
+			meta_release(u);
 		}
 	}
 	for (struct res_unit *u = r->parked, *next; u; u = next) {
 		next = u->hnext;
-		free(u);
+		meta_release(u);
 	}
 	if (!pool_forked(pool))		/* a fork() child may see it held */
 		pthread_mutex_destroy(&r->lock);

@@ -37,6 +37,9 @@
  * @pin_prev: older neighbour in the list of pinned units
  * @pin_next: newer neighbour
  * @n: number of extents
+ * @sealed: @sum holds the checksum of its bytes (unit_sum.c); a split
+ *	clears it in both halves
+ * @sum: XXH3 of its bytes in page order, when @sealed
  * @ext: extents in the unit's page order (absolute pages)
  */
 struct res_unit {
@@ -51,6 +54,8 @@ struct res_unit {
 	uint32_t pins;
 	uint32_t home;
 	unsigned n;
+	uint32_t sealed;
+	uint64_t sum;
 	struct hkv_extent ext[];
 };
 
@@ -84,6 +89,7 @@ struct hkv_res {
 /* one evict callback running on this thread (a stack frame) */
 struct res_cb_frame {
 	const struct hkv_pool *pool;
+	struct named_tls named;		/* this thread's named-pool lock state */
 	struct res_cb_frame *prev;
 };
 void res_cb_enter(struct res_cb_frame *f, const struct hkv_pool *pool);

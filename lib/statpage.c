@@ -172,7 +172,7 @@ static void page_header(struct page_hdr *h, const struct hkv_pool *pool, uint64_
 	h->free_room_high = pool->opts.free_room_high;
 	if (pool->opts.name)
 		snprintf(h->name, sizeof(h->name), "%s", pool->opts.name);
-	snprintf(h->label, sizeof(h->label), "%s", pool->label);
+	snprintf(h->label, sizeof(h->label), "%s", hkv_pool_label(pool));
 }
 
 /* the file, made under a temporary name and renamed into place */

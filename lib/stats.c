@@ -107,6 +107,8 @@ HKV_API int hkv_check(const struct hkv_pool *pool)
 	if (pool_forked(pool))
 		return -ECHILD;
 	log_hold();
+	if (pool->named)
+		err = named_check(p);
 	for (i = 0; i < pool->nlanes && !err; i++) {
 		const struct lane *l = &pool->lanes[i];
 

@@ -155,9 +155,9 @@ HKV_API int hkv_stats_print(const struct hkv_pool *pool, FILE *f, unsigned flags
 	err = hkv_stats(pool, st);
 	if (!err) {
 		if (flags & HKV_PRINT_JSON)
-			print_json(f, st, pool->id, pool->label);
+			print_json(f, st, pool->id, hkv_pool_label(pool));
 		else
-			print_text(f, st, pool->id, pool->label);
+			print_text(f, st, pool->id, hkv_pool_label(pool));
 		err = ferror(f) ? -EIO : 0;
 	}
 	free(st);

@@ -84,6 +84,7 @@ HKV_PROBE_LIST(HKV_SEMA_DECLARE_)
 #define hkv_probe_frag(...)		HKV_PROBE(frag, __VA_ARGS__)
 #define hkv_probe_arena_map(...)	HKV_PROBE(arena_map, __VA_ARGS__)
 #define hkv_probe_arena_fallback(...)	HKV_PROBE(arena_fallback, __VA_ARGS__)
+#define hkv_probe_named_recover(...)	HKV_PROBE(named_recover, __VA_ARGS__)
 #define hkv_probe_xfer_submit(...)	HKV_PROBE(xfer_submit, __VA_ARGS__)
 #define hkv_probe_xfer_done(...)	HKV_PROBE(xfer_done, __VA_ARGS__)
 

@@ -40,7 +40,7 @@ struct res_unit *unit_find(const struct hkv_res *r, uint64_t id)
 static void hash_grow(struct hkv_res *r)
 {
 	uint64_t nb = r->nbuckets * 2;
-	struct res_unit **b = calloc(nb, sizeof(*b));
+	struct res_unit **b = meta_calloc(nb, sizeof(*b));
 
 	if (!b)
 		return;
@@ -53,7 +53,7 @@ static void hash_grow(struct hkv_res *r)
 			b[hash64(u->id) & (nb - 1)] = u;
 		}
 	}
-	free(r->bucket);
+	meta_release(r->bucket);
 	r->bucket = b;
 	r->nbuckets = nb;
 }
@@ -141,7 +141,7 @@ void unit_drop(struct hkv_res *r, struct res_unit *u)
 {
 	unit_hash_remove(r, u);
 	unit_lru_unlink(r, u);
-	free(u);
+	meta_release(u);
 }
 
 /**
@@ -210,8 +210,15 @@ static void unmark_unit(struct hkv_pool *pool, const struct res_unit *u)
 
 	unit_lane_span(pool, u->ext, u->n, &lo, &hi);
 	lanes_lock(pool, lo, hi);
-	for (unsigned i = 0; i < u->n; i++)
+	for (unsigned i = 0; i < u->n; i++) {
+		unsigned li;
+
 		unit_mark_extent(pool, &u->ext[i], false);
+		/* a named pool: the pages are now the caller's */
+		for_each_piece(pool, &u->ext[i], p, len, li)
+			xi_own(&pool->lanes[li].xi, (uint32_t)(p - pool->lanes[li].xi.base),
+			       len, true);
+	}
 	lanes_unlock(pool, lo, hi);
 }
 
@@ -295,7 +302,7 @@ static struct res_unit *unit_new(uint64_t id, unsigned n)
 	struct res_unit *u;
 
 	/* n < 2^32: the size cannot overflow a 64-bit size_t */
-	u = calloc(1, sizeof(*u) + (size_t)n * sizeof(u->ext[0]));
+	u = meta_calloc(1, sizeof(*u) + (size_t)n * sizeof(u->ext[0]));
 	if (u) {
 		u->id = id;
 		u->n = n;
@@ -314,15 +321,20 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 
 	if (!pool || !ext || !n || check_extents(pool, ext, n, &npages))
 		return -EINVAL;
-	u = unit_new(unit, n);
-	if (!u)
+	/* a named pool's units live in its file: made under its lock */
+	u = pool->named ? NULL : unit_new(unit, n);
+	if (!u && !pool->named)
 		return -ENOMEM;
-	memcpy(u->ext, ext, n * sizeof(*ext));
-	u->npages = npages;
 	r = pool->res;
 	rc = res_lock(pool);
 	if (rc)
 		goto free_unit;
+	if (!u && !(u = unit_new(unit, n))) {
+		rc = -ENOMEM;
+		goto unlock;
+	}
+	memcpy(u->ext, ext, n * sizeof(*ext));
+	u->npages = npages;
 	if (unit_find(r, unit)) {
 		rc = -EEXIST;
 		goto unlock;
@@ -340,9 +352,13 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 	res_evictable(r, u, true);
 	u = NULL;
 unlock:
+	if (pool->named) {	/* back to the file's heap, under the lock */
+		meta_release(u);
+		u = NULL;
+	}
 	res_unlock(pool);
 free_unit:
-	free(u);
+	meta_release(u);
 	return rc;
 }
 
@@ -400,6 +416,8 @@ void unit_pin_link(struct hkv_res *r, struct res_unit *u, struct res_unit *after
 
 static void unit_pin_unlink(struct hkv_res *r, struct res_unit *u)
 {
+	if (!u->pin_prev && r->pin_head != u)
+		return;		/* not listed: pinned before this process (named) */
 	if (u->pin_prev)
 		u->pin_prev->pin_next = u->pin_next;
 	else
@@ -420,6 +438,8 @@ HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 		return rc;
 	if (u->pins == UINT32_MAX) {
 		rc = -EOVERFLOW;
+	} else if (pool->named && (rc = named_pin_note(pool, unit, true))) {
+		/* a named pool's pin is recorded against its process first */
 	} else if (u->pins++ == 0) {
 		pool->res->pinned_units++;
 		pool->res->pinned_pages += u->npages;
@@ -440,11 +460,15 @@ HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit)
 		return rc;
 	if (!u->pins) {
 		rc = -EINVAL;
-	} else if (--u->pins == 0) {
-		pool->res->pinned_units--;
-		pool->res->pinned_pages -= u->npages;
-		res_evictable(pool->res, u, true);
-		unit_pin_unlink(pool->res, u);
+	} else {
+		if (pool->named)
+			named_pin_note(pool, unit, false);
+		if (--u->pins == 0) {
+			pool->res->pinned_units--;
+			pool->res->pinned_pages -= u->npages;
+			res_evictable(pool->res, u, true);
+			unit_pin_unlink(pool->res, u);
+		}
 	}
 	res_unlock(pool);
 	return rc;
@@ -504,12 +528,18 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 		rc = -ENOMEM;
 		goto unlock;
 	}
+	/* a named pool: the new half's pins recorded for their holders */
+	if (pool->named && u->pins && (rc = named_pins_split(pool, unit, new_unit))) {
+		meta_release(nu);
+		goto unlock;
+	}
 	if (!u->pins)
 		res_evictable(r, u, false);
 	r->unit_pages -= u->npages;	/* hash_insert adds the new half back */
 	split_move(u, at_page, nu);
 	r->unit_pages += u->npages;
 	nu->pins = u->pins;
+	u->sealed = 0;		/* the checksum was of the whole */
 	nu->stamp = u->stamp;
 	nu->used_ns = u->used_ns;
 	nu->pinned_ns = u->pinned_ns;

@@ -26,7 +26,7 @@ check-python: $(BUILD)/libhugekv.so
 		       "Makefile's VERSION $(VERSION)" >&2; exit 1; }
 	$(Q)$(PY_ENV) HKV_TEST_BUILD=$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 	$(Q)$(PY_ENV) $(PYTHON) python/examples/hicache.py --check
-	$(Q)for ex in sglang_host lmcache_paged vllm_offload; do \
+	$(Q)for ex in sglang_host lmcache_paged vllm_offload warm_restart multi_rank; do \
 		$(PY_ENV) $(PYTHON) python/examples/$$ex.py --check || exit 1; done
 
 CHECK_EXTRA	+= check-python

@@ -38,6 +38,8 @@ UNIT_FREE = 1 << 0
 PRINT_JSON = 1 << 0
 REGION_THP, REGION_FALLBACK, REGION_MISPLACED = 1 << 0, 1 << 1, 1 << 2
 STATS_LANES, STATS_REGIONS, UFI_SIZES = 64, 16, 4
+UNLINK_FORCE = 1 << 0
+NAME_MAX, NAMED_SLOTS = 63, 64
 EXTENTS_HIST, AGE_HIST, LABEL_MAX = 6, 8, 64
 PAGE_NAME_MAX, PAGE_XFER_PEERS, PAGE_XFER_LAT, PAGE_STALE = 128, 8, 12, 1 << 0
 
@@ -127,6 +129,16 @@ class Page(ctypes.Structure):
                 ("stats", Stats), ("xfer", PageXfer)]
 
 
+class NamedInfo(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("name", ctypes.c_char * (NAME_MAX + 1)),
+                ("npages", c_u64), ("page_bytes", c_u64), ("nlanes", c_uint),
+                ("backing", c_int), ("hugepage_bytes", c_u64), ("meta_bytes", c_u64),
+                ("layout_version", c_uint), ("nattached", c_uint),
+                ("pids", c_int * NAMED_SLOTS),
+                ("recoveries", c_u64), ("reclaimed_pages", c_u64), ("dropped_pins", c_u64),
+                ("dead_slots", c_u64), ("created_ns", c_u64)]
+
+
 EVICT_FN = ctypes.CFUNCTYPE(None, c_void_p, c_u64, ctypes.POINTER(Extent), c_uint)
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, ctypes.c_char_p)
 
@@ -157,6 +169,14 @@ _PROTOS = {
                                ctypes.POINTER(c_u64)]),
     "hkv_strerror": (ctypes.c_char_p, [c_int]),
     "hkv_set_log_fn": (None, [LOG_FN, c_void_p]),
+    # named pools
+    "hkv_pool_attach": (c_int, [ctypes.c_char_p, c_uint, ctypes.POINTER(c_void_p)]),
+    "hkv_pool_unlink_flags": (c_int, [ctypes.c_char_p, c_uint]),
+    "hkv_pool_info": (c_int, [_P, ctypes.POINTER(NamedInfo)]),
+    "hkv_unit_list": (ctypes.c_int64, [_P, c_void_p, c_u64]),
+    "hkv_unit_extents": (c_int, [_P, c_u64, c_void_p, c_uint]),
+    "hkv_unit_seal": (c_int, [_P, c_u64]),
+    "hkv_unit_verify": (c_int, [_P, c_u64]),
     "hkv_pool_label": (ctypes.c_char_p, [_P]),
     "hkv_stats_publish": (c_int, [_P]),
     "hkv_page_dir": (c_int, [ctypes.c_char_p, ctypes.c_size_t]),

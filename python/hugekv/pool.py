@@ -206,19 +206,24 @@ class Pool:
     npages: int
     page_bytes: int
     nlanes: int
+    name: Optional[str]     # a named pool's name, else None
 
     def __init__(self, npages: int, page_bytes: int = 0, *, nlanes: int = 1,
                  backing: str = "auto", numa_node: int = -1, strict: bool = False,
                  prefault: bool = True, prefault_threads: int = 0,
                  free_room: Tuple[float, float] = (0.0, 0.0), chunk_bytes: int = 0,
-                 evict_window: int = 0, label: Optional[str] = None) -> None:
+                 evict_window: int = 0, name: Optional[str] = None,
+                 label: Optional[str] = None) -> None:
         self._h = None
         o = self._opts(
             npages, page_bytes, nlanes=nlanes, backing=backing, numa_node=numa_node,
             strict=strict, prefault=prefault, prefault_threads=prefault_threads,
             free_room=free_room, chunk_bytes=chunk_bytes, evict_window=evict_window,
             label=label)
+        if name is not None:
+            o.name = _pool_name(name)
         self._adopt(self._create(o))
+        self.name = name
         self.free_room = (o.free_room_low, o.free_room_high)   # hugekv.prometheus
 
     @staticmethod
@@ -254,6 +259,94 @@ class Pool:
                 raise TypeError(f"label must be a str, got {type(label).__name__}")
             o.label = label.encode()      # kept by o until create; the library copies it
         return o
+
+    # --- named pools: one pool for many processes, across restarts ------
+
+    @classmethod
+    def attach(cls, name: str) -> "Pool":
+        """The named pool ``name`` (made by Pool(..., name=name) in this or
+        another process, possibly one that has exited): every call works on
+        it; close() detaches, the pool and its units stay. Raises Error:
+        ENOENT (no such pool), EPERM (another owner, writable by others, a
+        symlink), EPROTO (another layout version), EADDRINUSE (attached
+        already in this process)."""
+        out = ctypes.c_void_p()
+        err = lib.hkv_pool_attach(_pool_name(name), 0, ctypes.byref(out))
+        if err:
+            raise error(err, f"attaching the named pool {name!r}")
+        self = cls.__new__(cls)
+        self._h = None
+        self._adopt(out.value)
+        self.name = name
+        return self
+
+    @staticmethod
+    def unlink(name: str, force: bool = False) -> None:
+        """Remove the named pool's files; refused (Error EBUSY) while a live
+        process is attached, unless ``force``."""
+        err = lib.hkv_pool_unlink_flags(_pool_name(name), _lib.UNLINK_FORCE if force else 0)
+        if err:
+            raise error(err, f"removing the named pool {name!r}")
+
+    def info(self) -> dict:
+        """A named pool's description: name, geometry, the attached pids,
+        recoveries and what they gave back (hkv_pool_info)."""
+        i = _lib.NamedInfo()
+        i.sz = ctypes.sizeof(i)
+        with self._call() as h:
+            err = lib.hkv_pool_info(h, ctypes.byref(i))
+        if err:
+            raise error(err, "hkv_pool_info")
+        out = {k: getattr(i, k) for k, _ in i._fields_ if k not in ("sz", "name", "pids")}
+        out["name"] = i.name.decode()
+        out["pids"] = list(i.pids[:i.nattached])
+        out["backing"] = _lib.BACKING_NAMES.get(i.backing, i.backing)
+        return out
+
+    def unit_list(self) -> np.ndarray:
+        """The ids of the pool's units (numpy uint64), in no order: after a
+        restart, the cache this process can serve hits from."""
+        with self._call() as h:
+            while True:
+                n = lib.hkv_unit_list(h, None, 0)
+                if n < 0:
+                    raise error(n, "hkv_unit_list")
+                ids = np.empty(n + 64, dtype=np.uint64)
+                got = lib.hkv_unit_list(h, ids.ctypes.data, ids.size)
+                if got < 0:
+                    raise error(got, "hkv_unit_list")
+                if got <= ids.size:
+                    return ids[:got].copy()
+
+    def unit_extents(self, unit: int) -> np.ndarray:
+        """A unit's extents in its page order, int64 (k, 2)."""
+        unit = _index(unit, "unit")
+        with self._call() as h:
+            rows = _BUF_ROWS
+            while True:
+                buf = np.empty((rows, 2), dtype=np.uint64)
+                k = lib.hkv_unit_extents(h, unit, buf.ctypes.data, rows)
+                if k < 0:
+                    raise error(k, f"hkv_unit_extents of unit {unit}")
+                if k <= rows:
+                    return buf[:k].astype(np.int64)
+                rows = k
+
+    def unit_seal(self, unit: int) -> None:
+        """Record a checksum (XXH3) of the unit's bytes, kept with the unit."""
+        self._unit_call(lib.hkv_unit_seal, "hkv_unit_seal", unit)
+
+    def unit_verify(self, unit: int) -> bool:
+        """True if the unit's bytes are the ones sealed, False if they
+        changed; Error ENODATA if it was never sealed."""
+        unit = _index(unit, "unit")
+        with self._call() as h:
+            err = lib.hkv_unit_verify(h, unit)
+        if err == -errno.EBADMSG:
+            return False
+        if err:
+            raise error(err, f"hkv_unit_verify of unit {unit}")
+        return True
 
     @staticmethod
     def _create(o):
@@ -869,6 +962,16 @@ class Pool:
         APIs such as Mooncake's batch_put_from / batch_get_into."""
         d = self.descriptors(extents)
         return d[:, 0].tolist(), d[:, 1].tolist()
+
+
+def _pool_name(name):
+    """A named pool's name as the library takes it (bytes), checked."""
+    if not isinstance(name, str) or not name or len(name) > _lib.NAME_MAX or \
+            name.startswith(".") or \
+            not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
+        raise ValueError(f"a pool name is 1..{_lib.NAME_MAX} letters, digits, '.', '_', "
+                         f"'-', not starting with '.'; got {name!r}")
+    return name.encode()
 
 
 def _plain_dtype(dtype):

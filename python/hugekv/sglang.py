@@ -35,6 +35,7 @@ import errno
 import os
 import struct
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from . import tokens as _tok
-from ._lib import OutOfPages
+from ._lib import Error, OutOfPages
 from .pool import Pool
 
 _DOUBLE_FREE = "Double-free detected: slots not currently allocated: {}."
@@ -561,12 +562,19 @@ class HostTensorAllocator:
     chunk_bytes caps a registration chunk (rounded down to whole rows, so no
     row straddles two registrations); registration_ranges(tensor) gives the
     (ptr, bytes) ranges to register, for example with cudaHostRegister.
+
+    name: every rank's allocator given the same name puts its tensors on
+    named pools ("NAME-0", "NAME-1", ... in allocation order): the first
+    rank to allocate makes each, the others attach it, so all ranks share
+    one copy in host memory (a shared MLA cache) instead of one each, and
+    it outlives a restart of the ranks.
     """
 
     def __init__(self, *, backing="auto", numa_node=-1, strict=False, chunk_bytes=0,
-                 prefault_threads=0):
+                 prefault_threads=0, name=None):
         self.dtype = None
         self.dims = None
+        self._name = name
         self._opts = dict(backing=backing, numa_node=numa_node, strict=strict,
                           chunk_bytes=chunk_bytes, prefault_threads=prefault_threads)
         Pool(1, 0)          # fail early if the library is unusable
@@ -581,11 +589,35 @@ class HostTensorAllocator:
             raise ValueError(f"dims must be positive, got {dims}")
         elem = torch.empty(0, dtype=dtype).element_size()
         row = elem * int(np.prod(dims[1:], dtype=np.int64)) if len(dims) > 1 else elem
-        pool = Pool(dims[0], row, **self._opts)
+        pool = self._named(dims[0], row) if self._name else Pool(dims[0], row, **self._opts)
         t = pool.as_tensor(dtype, dims)
         self.pools.append(pool)
         self.dtype, self.dims = dtype, dims
         return t
+
+    def _named(self, rows, row, wait=30.0):
+        """The named pool of this allocation: made here, or attached (made by
+        another rank, perhaps still being made)."""
+        name = f"{self._name}-{len(self.pools)}"
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return Pool(rows, row, name=name, **self._opts)
+            except Error as e:
+                if e.errno != errno.EEXIST:
+                    raise
+            try:
+                pool = Pool.attach(name)
+            except Error as e:
+                if e.errno != errno.EAGAIN or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)        # its maker has not finished yet
+                continue
+            if (pool.npages, pool.page_bytes) != (rows, row):
+                pool.close()
+                raise ValueError(f"named pool {name!r} holds {pool.npages} rows of "
+                                 f"{pool.page_bytes} bytes, this rank asks {rows} of {row}")
+            return pool
 
     def pool_of(self, tensor):
         """The hugekv.Pool a tensor from allocate() sits on."""

@@ -48,6 +48,7 @@ struct bench {
 
 extern const struct bench bench_churn, bench_scale, bench_lanes, bench_evict;
 extern const struct bench bench_replay;
+extern const struct bench bench_named;	/* named.c */
 /* weak: a binary built without them says so */
 extern const struct bench bench_prefault __attribute__((weak));
 extern const struct bench bench_access __attribute__((weak));

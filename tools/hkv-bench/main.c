@@ -14,11 +14,11 @@
 
 static const struct bench *const benches[] = {
 	&bench_churn, &bench_scale, &bench_lanes, &bench_prefault, &bench_access,
-	&bench_trace, &bench_evict, &bench_replay,
+	&bench_trace, &bench_evict, &bench_replay, &bench_named,
 };
 /* for the listing of a benchmark that is not built in */
 static const char *const bench_names[] = {
-	"churn", "scale", "lanes", "prefault", "access", "trace", "evict", "replay",
+	"churn", "scale", "lanes", "prefault", "access", "trace", "evict", "replay", "named",
 };
 
 #define BENCH_MAX_OPTS	64

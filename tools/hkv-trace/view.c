@@ -195,6 +195,11 @@ static void print_event(FILE *f, const struct view *v, const struct hkv_event *e
 			"%s, %.3f ms\n", (long long)a[0], (long long)a[1], (long long)a[2],
 			strerror((int)(a[3] < 0 ? -a[3] : a[3])), a[4] / 1e6);
 		break;
+	case HKV_P_NAMED_RECOVER:
+		fprintf(f, "named_recover: a process died holding the pool; %lld pages it held "
+			"given back, %lld units kept, %lld dropped\n", (long long)a[0],
+			(long long)a[1], (long long)a[2]);
+		break;
 	case HKV_P_XFER_DONE:
 		if (a[3] < 0)
 			fprintf(f, "xfer_done failed: peer %llu, %lld bytes in %lld ops: %s, %.3f ms\n",

@@ -23,6 +23,8 @@ int cmd_topology(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_reserve(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_pools(int argc, char **argv);	/* pools.c */
+int cmd_pool(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 

@@ -23,6 +23,9 @@ static const struct {
 				  "kernel granted" },
 	{ "verify", cmd_verify, "page size and node of a running process's hugepages, "
 				"flagging misplaced or downgraded memory" },
+	{ "pools", cmd_pools, "named pools: size, page size, units, free, recoveries, "
+			      "attached processes" },
+	{ "pool", cmd_pool, "pool rm NAME [--force]: remove a named pool's files" },
 	{ "metrics", cmd_metrics, "every pool's stats page as OpenMetrics: once, a textfile "
 				  "for node_exporter, or served at /metrics" },
 	{ "top", cmd_top, "a live view of every pool on the host from its stats page" },

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * named.h - the files of a named pool, in layer order: named_lock.c (its
+ * lock), named.c (create, attach, detach, unlink, process slots),
+ * named_recover.c (what a caller does when the lock's holder died).
+ *
+ * Two files in a directory (HUGEKV_NAMED_DIR, default /dev/shm): the
+ * bookkeeping file "hugekv.NAME.meta" (tmpfs) holds struct named_hdr and
+ * a heap (shheap.c) from which every structure of the pool is allocated;
+ * the memory file (hugetlbfs for 2 MiB and 1 GiB pages, tmpfs for THP and
+ * 4 KiB pages; none for an index-only pool) holds the pages. Both are
+ * mapped at the addresses the creator recorded (same-address mapping), so
+ * the pointers inside the bookkeeping are valid in every process.
+ */
+#ifndef HKV_NAMED_H
+#define HKV_NAMED_H
+
+#include "internal.h"
+
+#define NAMED_MAGIC	"HUGEKVNP"
+#define NAMED_LAYOUT	1	/* struct named_hdr and everything in the heap */
+#define NAMED_PATH_MAX	256
+#define NAMED_PINS	256	/* units one process may hold pinned at once */
+
+/* the part of the header every layout keeps: enough to refuse a layout
+ * with a clear error and to remove its files */
+struct named_id {
+	char magic[8];
+	uint32_t layout;		/* NAMED_LAYOUT of the library that made it */
+	uint32_t ready;			/* 1 once the creation finished */
+	uint64_t meta_bytes;		/* the bookkeeping file's size */
+	char mem_path[NAMED_PATH_MAX];	/* "" for an index-only pool */
+};
+
+/* one attached process; a slot with pid 0 is free */
+struct named_slot {
+	int32_t pid;
+	uint32_t pad;
+	uint64_t start;			/* its start time (/proc/PID/stat, ticks) */
+};
+
+struct named_hdr {
+	struct named_id id;
+	/* the sizes of what this layout stores: another build whose
+	 * structures differ refuses the file (-EPROTO) */
+	uint32_t sz_hdr, sz_lane, sz_res, sz_unit, sz_mutex, sz_heap;
+	uint32_t uid;
+	char name[HKV_NAME_MAX + 1];
+	/* the pool */
+	uint64_t npages, page_bytes, chunk_pages;
+	uint32_t nlanes, flags, evict_window;
+	int32_t backing, numa_node;
+	double free_room_low, free_room_high;
+	uint64_t hugepage_bytes;
+	uint64_t mem_base, mem_len;	/* the pages: [mem_base, +mem_len) */
+	uint64_t meta_base, meta_len;	/* this file, mapped here */
+	uint64_t created_ns;
+	/* every field below changes under the lock */
+	pthread_mutex_t lock __attribute__((aligned(64)));
+	struct shheap heap;
+	struct lane *lanes;
+	struct hkv_res *res;
+	/* per page: the slot + 1 of the process holding it outside units, 0
+	 * for none (free, or only in a unit); what recovery trusts */
+	uint8_t *owner;
+	/* per slot: NAMED_PINS records of the pins its process holds, and
+	 * how many of them are in use (named_pins.c) */
+	struct named_pin *pins;
+	uint32_t pin_hw[HKV_NAMED_SLOTS];
+	uint64_t recoveries, reclaimed_pages, dropped_pins, dead_slots, dropped_units;
+	struct named_slot slot[HKV_NAMED_SLOTS];
+};
+
+struct named_pin {
+	uint64_t unit;
+	uint32_t count;		/* 0: a free record */
+	uint32_t pad;
+};
+
+/* ---- named_lock.c ---- */
+/* this process's pool id of h (probes), 0 if not attached */
+uint64_t named_local_id(const struct named_hdr *h);
+
+/* ---- named.c ---- */
+/* is the slot's process alive (pid and start time)? */
+bool named_slot_alive(const struct named_slot *s);
+/* /proc/PID/stat start time of a process, 0 if gone */
+uint64_t named_proc_start(int pid);
+
+/* ---- named_pins.c ---- */
+bool named_pins_held(const struct named_hdr *h, uint64_t mask);
+uint64_t named_pins_apply(struct named_hdr *h, const uint8_t *live);
+
+/* ---- named_recover.c ---- */
+/* a process leaves: what it holds outside units given back, slot freed */
+void named_release_slot(struct named_hdr *h, unsigned slot);
+/* restore a pool whose lock's holder died (the lock held, inconsistent) */
+void named_recover(struct named_hdr *h);
+/* free the slots of dead processes and give back what they held (locked) */
+void named_reap(struct named_hdr *h);
+
+#endif /* HKV_NAMED_H */
