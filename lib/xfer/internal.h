@@ -9,6 +9,7 @@
  *   reg.c       the pool's ranges (regions split at reg_chunk_bytes), HELLO
  *   plan.c      checks of a transfer and its plan: fewest UCX operations
  *   stats.c     counters, latency histogram, slowest recent, JSON
+ *   metrics.c   the figures into the pool's stats page (hkv_page_set_xfer())
  *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE, DONE
  *   datapath.c  the data path: DATA, GET_REQ/GET_REP
  *   transfer.c  the initiator side: submit, issue, complete
