@@ -109,7 +109,8 @@ struct hkv_extent {
  *	pool: its memory and bookkeeping live in files that other processes
  *	attach with hkv_pool_attach() (see "Named pools" in the docs)
  * @label: NULL, or a short human label (for example "L2 host tier") shown
- *	by the stats, the metrics and the tools beside the pool's id
+ *	by the stats, the metrics and the tools beside the pool's id: at most
+ *	HKV_LABEL_MAX - 1 bytes, no control characters, copied at create
  */
 struct hkv_pool_opts {
 	size_t sz;
@@ -150,6 +151,9 @@ struct hkv_region {
 #define HKV_STATS_LANES		64	/* lanes reported inline in hkv_stats */
 #define HKV_STATS_REGIONS	16	/* regions reported inline in hkv_stats */
 #define HKV_UFI_SIZES		4	/* request sizes UFI is reported for */
+#define HKV_EXTENTS_HIST	6	/* extents per allocation ranges (hkv_stats) */
+#define HKV_AGE_HIST		8	/* evicted-unit age ranges (hkv_stats) */
+#define HKV_LABEL_MAX		64	/* bytes of a pool label, NUL included */
 
 /**
  * struct hkv_region_stats - backing obtained for one region
@@ -228,6 +232,16 @@ struct hkv_region_stats {
  * @deferred_free_errors: deferred frees found invalid when run, because
  *	another thread freed the same pages, or made a unit of them, at the
  *	same time (a caller's bug; each is logged)
+ * @alloc_failures_nospc: of @alloc_failures, those refused with -ENOSPC
+ *	(the answer needed more extents than the caller had room for); the
+ *	rest found too few free pages (-ENOMEM)
+ * @extents_hist: successful allocations by extents returned: 1, 2, 3-4,
+ *	5-8, 9-16, more (one count per range, not cumulative)
+ * @evict_age_hist: evicted units by the time since their last add or
+ *	touch: up to 10 ms, 100 ms, 1 s, 10 s, 1 min, 10 min, 1 h, more
+ * @evict_age_ns: the sum of those ages
+ * @oldest_pin_ns: how long the oldest pin still held has been held (the
+ *	time since its unit's pin count left 0); 0 if nothing is pinned
  */
 struct hkv_stats {
 	size_t sz;
@@ -269,6 +283,12 @@ struct hkv_stats {
 	uint64_t bias_revocations;
 	uint64_t deferred_frees;
 	uint64_t deferred_free_errors;
+	/* metrics (Kbuild-docs/admin-guide/metrics.rst) */
+	uint64_t alloc_failures_nospc;
+	uint64_t extents_hist[HKV_EXTENTS_HIST];
+	uint64_t evict_age_hist[HKV_AGE_HIST];
+	uint64_t evict_age_ns;
+	uint64_t oldest_pin_ns;
 };
 
 /**
@@ -814,6 +834,146 @@ typedef void (*hkv_log_fn)(void *ctx, int level, const char *msg);
  * when the callback returns.
  */
 HKV_API void hkv_set_log_fn(hkv_log_fn fn, void *ctx);
+
+/**
+ * hkv_pool_label() - the label a pool was created with
+ * @pool: the pool
+ *
+ * Return: the pool's own copy of &hkv_pool_opts.label, "" if it has none
+ * (or @pool is NULL); valid until hkv_pool_destroy().
+ */
+HKV_API const char *hkv_pool_label(const struct hkv_pool *pool);
+
+#define HKV_PAGE_NAME_MAX	128	/* bytes of a named pool's name in a page */
+#define HKV_PAGE_XFER_PEERS	8	/* peers a stats page reports */
+#define HKV_PAGE_XFER_LAT	12	/* transfer latency buckets */
+#define HKV_PAGE_STALE		(1u << 0)	/* hkv_page.flags: writer is gone */
+
+/**
+ * struct hkv_page_peer - one peer's transfers in a stats page
+ * @peer: the peer's id (hkv_xfer_peer_id())
+ * @transfers: transfers completed with it (either result)
+ * @failures: those that ended with an error
+ * @bytes: bytes moved by the successful ones
+ */
+struct hkv_page_peer {
+	uint64_t peer, transfers, failures, bytes;
+};
+
+/**
+ * struct hkv_page_xfer - the transfer figures a stats page carries
+ * @sz: sizeof(struct hkv_page_xfer)
+ * @endpoints: transfer endpoints that publish into the page (0: none)
+ * @transfers: transfers completed (either result)
+ * @failures: transfers that ended with an error
+ * @timeouts: of those, timed out
+ * @refused: of those, refused before anything moved
+ * @ops: transfer operations issued
+ * @bytes: bytes moved by successful transfers
+ * @pages: pages moved by successful transfers
+ * @peer_failures: connections that failed
+ * @lat_le_ns: upper bounds of the latency buckets, ascending
+ * @lat_count: per bound of @lat_le_ns, the successful transfers with a
+ *	latency up to it (cumulative, as Prometheus buckets are)
+ * @lat_n: successful transfers timed
+ * @lat_sum_ns: their latencies summed (each to within 1/32, as recorded)
+ * @npeers: entries of @peer written
+ * @peer: per peer, the first HKV_PAGE_XFER_PEERS
+ */
+struct hkv_page_xfer {
+	size_t sz;
+	uint64_t endpoints, transfers, failures, timeouts, refused;
+	uint64_t ops, bytes, pages, peer_failures;
+	uint64_t lat_le_ns[HKV_PAGE_XFER_LAT];
+	uint64_t lat_count[HKV_PAGE_XFER_LAT];
+	uint64_t lat_n, lat_sum_ns;
+	unsigned npeers;
+	struct hkv_page_peer peer[HKV_PAGE_XFER_PEERS];
+};
+
+/**
+ * struct hkv_page - a pool's stats page as another process reads it
+ * @sz: sizeof(struct hkv_page), set by the caller
+ * @name: the named pool's name, "" for a pool private to its process
+ * @label: the pool's label, "" if none
+ * @pid: the process that publishes the page
+ * @flags: HKV_PAGE_STALE when that process is gone (or its pid now names
+ *	another process): the figures are its last
+ * @pool_id: the pool's id in that process (hkv_pool_id())
+ * @pid_start: the process's start time (clock ticks after boot, as
+ *	/proc/PID/stat gives it): a pid and this name one process
+ * @created_ns: when the pool was created (CLOCK_REALTIME)
+ * @published_ns: when the figures were published (CLOCK_REALTIME)
+ * @interval_ns: the publishing interval
+ * @publishes: times the page was published
+ * @free_room_low: the pool's low watermark, a fraction of its pages
+ * @free_room_high: its high watermark
+ * @stats: the pool's hkv_stats() at @published_ns
+ * @xfer: its transfer figures
+ */
+struct hkv_page {
+	size_t sz;
+	char name[HKV_PAGE_NAME_MAX];
+	char label[HKV_LABEL_MAX];
+	int pid;
+	unsigned flags;
+	uint64_t pool_id, pid_start;
+	uint64_t created_ns, published_ns, interval_ns, publishes;
+	double free_room_low, free_room_high;
+	struct hkv_stats stats;
+	struct hkv_page_xfer xfer;
+};
+
+/**
+ * hkv_page_dir() - the directory where pools publish their stats pages
+ * @buf: receives the path
+ * @len: room in @buf
+ *
+ * HUGEKV_RUNTIME_DIR if set; else /run/hugekv for root, else
+ * $XDG_RUNTIME_DIR/hugekv, else /tmp/hugekv-UID. Each pool publishes one
+ * file there, mode 0600, removed by hkv_pool_destroy().
+ *
+ * Return: 0, -EINVAL (NULL), or -ENAMETOOLONG.
+ */
+HKV_API int hkv_page_dir(char *buf, size_t len);
+
+/**
+ * hkv_page_read() - read a consistent snapshot of a stats page
+ * @path: the page's file (in hkv_page_dir())
+ * @out: receives it; the caller sets @out->sz
+ *
+ * Needs read access to the file only: the publishing process is never
+ * entered. The figures are those of one publication (a sequence count
+ * around each). A page whose process is gone is read with HKV_PAGE_STALE.
+ *
+ * Return: 0, or -EINVAL (@out->sz too small), -ENOENT, -EACCES,
+ * -EPROTO (not a stats page, or of another layout), -EAGAIN (the
+ * writer kept rewriting it while it was read).
+ */
+HKV_API int hkv_page_read(const char *path, struct hkv_page *out);
+
+/**
+ * hkv_stats_publish() - publish a pool's stats page now
+ * @pool: the pool
+ *
+ * Pools publish every HUGEKV_STATS_INTERVAL_MS milliseconds (default 1000;
+ * 0: no page) from a thread of their own, and at create; this publishes at
+ * once (at a quiescent point, say). Never call it from the evict callback.
+ *
+ * Return: 0, -EINVAL, -ENOENT (the pool has no page), -ECHILD, -EDEADLK.
+ */
+HKV_API int hkv_stats_publish(struct hkv_pool *pool);
+
+/**
+ * hkv_page_set_xfer() - hand a pool's stats page its transfer figures
+ * @pool: the pool
+ * @x: the figures (@x->sz set); published with the next publication
+ *
+ * Called by the transfer library for the pool its endpoint serves.
+ *
+ * Return: 0, -EINVAL, or -ENOENT (the pool has no page).
+ */
+HKV_API int hkv_page_set_xfer(struct hkv_pool *pool, const struct hkv_page_xfer *x);
 
 /**
  * hkv_log_message() - log a message of a library built on this one

@@ -154,8 +154,19 @@ int evict_reserve(struct hkv_pool *pool, const struct res_unit *u)
 	return err;
 }
 
+/* upper bounds of the evicted-unit age ranges (hkv_stats evict_age_hist) */
+static const uint64_t age_le_ms[HKV_AGE_HIST - 1] = { 10, 100, 1000, 10000, 60000, 600000,
+						      3600000 };
+
 static void evicted(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u, int reason)
 {
+	uint64_t age = res_now() - u->used_ns;
+	unsigned b = 0;
+
+	while (b < HKV_AGE_HIST - 1 && age > age_le_ms[b] * 1000000ull)
+		b++;
+	r->age_hist[b]++;
+	r->age_ns += age;
 	r->evictions++;
 	r->evicted_pages += u->npages;
 	hkv_probe_evict(pool->id, u->home, u->id, u->npages, reason);

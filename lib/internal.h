@@ -27,6 +27,7 @@
  *   compat.c        the legacy free-slot view
  *   res.c, unit.c, evict.c, room.c, unit_check.c (res.h)   residency
  *   stats.c, stats_print.c   snapshots, checks, printing (leaves)
+ *   statpage.c               the stats page other processes read (a leaf)
  *   trace.c, trace.h          probe semaphores (a leaf)
  *
  * Everything here has hidden visibility (-fvisibility=hidden); only the
@@ -937,6 +938,7 @@ uint64_t frag_ufi_permille(const struct xindex *x, uint64_t r);
 /* ---- pool.c: pool life cycle, single-lane entry points, accessors ------ */
 struct hkv_arena;
 struct hkv_res;
+struct statpage;
 
 struct hkv_pool {
 	uint64_t id;
@@ -956,8 +958,32 @@ struct hkv_pool {
 	pthread_mutex_t slots_lock;
 	uint64_t *slots, nslots, slots_gen;
 	bool slots_valid;
+	char *label;			/* the pool's copy ("" if none) */
+	struct statpage *page;		/* statpage.c, or NULL */
+	/* off the one-extent path, so per pool (atomic adds): failures with
+	 * -ENOSPC, and multi-extent answers by size (hkv_stats extents_hist;
+	 * its first range, one extent, is allocs - multi_extent_allocs) */
+	uint64_t alloc_nospc;
+	uint64_t extents_hist[HKV_EXTENTS_HIST];
 	struct named *named;		/* a named pool's files and slot, or NULL */
 };
+
+/* count a failed allocation (-ENOMEM or -ENOSPC) */
+static inline void lane_count_failure(struct hkv_pool *pool, struct lane_counters *c, long err)
+{
+	c->alloc_failures++;
+	if (err == -ENOSPC)
+		HKV_ADD(&pool->alloc_nospc, 1);
+}
+
+/* count an allocation answered with k > 1 extents */
+static inline void lane_count_multi(struct hkv_pool *pool, struct lane_counters *c, long k)
+{
+	unsigned b = k <= 2 ? 1 : k <= 4 ? 2 : k <= 8 ? 3 : k <= 16 ? 4 : 5;
+
+	c->multi_extent_allocs++;
+	HKV_ADD(&pool->extents_hist[b], 1);
+}
 
 void pool_bits_unsettle(struct hkv_pool *pool);
 void pool_bits_settle(struct hkv_pool *pool);
@@ -1049,6 +1075,11 @@ int unit_check(struct hkv_pool *pool);
  * Leaves: they read every layer below through its own snapshot calls
  * (arena_stats(), res_stats(), xi_check(), unit_check()) and define only
  * public functions. */
+
+/* ---- statpage.c: the stats page other processes read (a leaf) -----------
+ * Started once the pool is complete, stopped first at destroy. */
+void statpage_start(struct hkv_pool *pool);
+void statpage_stop(struct hkv_pool *pool);
 
 /* ---- trace.c / trace.h: USDT probes (see trace.h) ----------------------- */
 

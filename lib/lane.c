@@ -133,12 +133,13 @@ int lane_alloc_locked(struct hkv_pool *pool, struct lane *l, uint64_t n, unsigne
 	if (unlikely(!k))
 		k = lane_alloc_plan(&l->xi, n, flags, ext, max_ext);
 	if (unlikely(k < 0)) {
-		l->c.alloc_failures++;
+		lane_count_failure(pool, &l->c, k);
 		return (int)k;
 	}
 	l->c.allocs++;
 	l->c.extents_returned += (uint64_t)k;
-	l->c.multi_extent_allocs += k > 1;
+	if (unlikely(k > 1))
+		lane_count_multi(pool, &l->c, k);
 	l->c.pages_allocated += n;	/* allocs++ stands for gen++ */
 	trace_frag_lane(pool, l);
 	return (int)k;

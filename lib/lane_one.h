@@ -24,7 +24,7 @@ static __always_inline int lane_alloc_one(struct hkv_pool *pool, struct lane *l,
 	if (unlikely(k <= 0)) {
 		if (!k)
 			return lane_alloc_locked(pool, l, c->n, c->flags, c->ext, c->max_ext);
-		l->c.alloc_failures++;
+		lane_count_failure(pool, &l->c, k);
 		return (int)k;
 	}
 	l->c.allocs++;

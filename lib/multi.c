@@ -343,7 +343,7 @@ static int multi_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_exte
 		if (s[i].k && xi_reserve_plan(&pool->lanes[i].xi, s[i].pages, s[i].k))
 			k = -ENOMEM;
 	if (k < 0) {
-		pool->lanes[0].c.alloc_failures++;
+		lane_count_failure(pool, &pool->lanes[0].c, k);
 		goto unlock;
 	}
 	for (i = 0; i <= last; i++) {
@@ -359,7 +359,8 @@ static int multi_alloc_spread(struct hkv_pool *pool, uint64_t n, struct hkv_exte
 	}
 	pool->lanes[0].c.allocs++;
 	pool->lanes[0].c.extents_returned += (uint64_t)k;
-	pool->lanes[0].c.multi_extent_allocs += k > 1;
+	if (k > 1)
+		lane_count_multi(pool, &pool->lanes[0].c, k);
 unlock:
 	lanes_unlock(pool, 0, last);
 	free(s);
@@ -433,7 +434,7 @@ HKV_API int hkv_alloc_lanes(struct hkv_pool *pool, const uint64_t *count,
 	if (need > (long)max_ext)
 		need = -ENOSPC;
 	if (need < 0) {
-		pool->lanes[lo].c.alloc_failures++;
+		lane_count_failure(pool, &pool->lanes[lo].c, need);
 		ret = (int)need;
 		goto unlock;
 	}

@@ -28,6 +28,17 @@ static bool watermarks_ok(double low, double high)
 	return low >= 0 && low <= high && high <= 1;
 }
 
+/* a label: shown in tables, JSON and metric labels; short, no controls */
+static bool label_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (i >= HKV_LABEL_MAX - 1 || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
 /* the caller's options as given (nlanes already defaulted); 0 or -errno */
 static int check_caller(const struct hkv_pool_opts *o)
 {
@@ -51,6 +62,8 @@ static int check_caller(const struct hkv_pool_opts *o)
 		return -EINVAL;
 	if (lane_pages_max(o->npages, o->nlanes) > XI_MAX_PAGES)
 		return -E2BIG;
+	if (o->label && !label_ok(o->label))
+		return -EINVAL;
 	if (o->name && !named_name_ok(o->name))
 		return -EINVAL;
 	return 0;
@@ -97,7 +110,7 @@ static void apply_env(struct hkv_pool_opts *o)
  * @out: receives the full struct: defaults and HUGEKV_* applied
  *
  * Return: 0, -EINVAL (bad size, count, backing, node, flags, watermarks,
- * chunk, evict window) or -E2BIG (a lane over 2^32-2 pages, too many lanes).
+ * chunk, evict window, label) or -E2BIG (a lane over 2^32-2 pages, too many lanes).
  * @out is written only on success.
  */
 int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out)

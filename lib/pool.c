@@ -74,6 +74,7 @@ int pool_build(struct hkv_pool *pool)
 HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **out)
 {
 	struct hkv_pool *pool;
+	size_t label_len;
 	int err;
 
 	if (!out)
@@ -84,6 +85,15 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	err = opts_effective(opts, &pool->opts);
 	if (err)
 		goto free_pool;
+	/* the pool's own copy: the caller's may go (opts.label points here);
+	 * malloc, not strdup, whose allocation an interposed malloc misses */
+	label_len = pool->opts.label ? strlen(pool->opts.label) : 0;	/* < HKV_LABEL_MAX */
+	pool->label = malloc(label_len + 1);
+	err = pool->label ? 0 : -ENOMEM;
+	if (err)
+		goto free_pool;
+	memcpy(pool->label, label_len ? pool->opts.label : "", label_len + 1);
+	pool->opts.label = pool->label[0] ? pool->label : NULL;
 	pool->id = pool_next_id();
 	pool->fork_gen = fork_generation();
 	pool->lane_bias = lane_bias_setup();
@@ -112,6 +122,7 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	if (err)
 		goto destroy_arena;
 	pthread_mutex_init(&pool->slots_lock, NULL);
+	statpage_start(pool);
 	*out = pool;
 	return 0;
 
@@ -119,6 +130,7 @@ destroy_arena:
 	if (pool->arena)
 		arena_destroy(pool->arena);
 free_pool:
+	free(pool->label);
 	free(pool);
 	return err;
 }
@@ -135,7 +147,10 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 			"callback refused", (unsigned long long)pool->id);
 		return;
 	}
+	statpage_stop(pool);	/* its thread reads the pool */
 	if (pool->named) {		/* the pool stays: this process detaches */
+		free(pool->label);
+		pool->label = NULL;
 		named_detach(pool);
 		return;
 	}
@@ -148,6 +163,7 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 		free(pool->arena);	/* the struct only: nothing of it is mapped here */
 	else if (pool->arena)
 		arena_destroy(pool->arena);
+	free(pool->label);
 	free(pool);
 }
 

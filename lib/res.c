@@ -202,6 +202,11 @@ int res_stats(struct hkv_pool *pool, struct hkv_stats *st)
 	st->evicted_pages = r->evicted_pages;
 	st->eviction_runs = r->eviction_runs;
 	st->evict_failures = r->evict_failures;
+	if (RES_FITS(st, oldest_pin_ns)) {
+		memcpy(st->evict_age_hist, r->age_hist, sizeof(r->age_hist));
+		st->evict_age_ns = r->age_ns;
+		st->oldest_pin_ns = r->pin_head ? res_now() - r->pin_head->pinned_ns : 0;
+	}
 	res_unlock(pool);
 	return 0;
 }

@@ -15,6 +15,8 @@
 #ifndef HKV_RES_H
 #define HKV_RES_H
 
+#include <time.h>
+
 #include "internal.h"
 
 #define RES_DEF_WINDOW	1	/* plain LRU: a window of 8 measured no gain */
@@ -30,6 +32,10 @@
  * @home_pages: pages of the unit inside @home (what evicting it frees there)
  * @pins: pin count
  * @home: lane whose LRU list holds the unit (lane of its first page at add)
+ * @used_ns: res_now() at the last add/touch (evicted-unit age)
+ * @pinned_ns: res_now() when the pin count left 0
+ * @pin_prev: older neighbour in the list of pinned units
+ * @pin_next: newer neighbour
  * @n: number of extents
  * @sealed: @sum holds the checksum of its bytes (unit_sum.c); a split
  *	clears it in both halves
@@ -41,6 +47,8 @@ struct res_unit {
 	struct res_unit *hnext;
 	struct res_unit *prev, *next;
 	uint64_t stamp;
+	uint64_t used_ns, pinned_ns;
+	struct res_unit *pin_prev, *pin_next;
 	uint64_t npages;
 	uint64_t home_pages;
 	uint32_t pins;
@@ -69,6 +77,9 @@ struct hkv_res {
 	uint64_t clock;
 	uint64_t unit_pages, pinned_units, pinned_pages;
 	uint64_t evictions, evicted_pages, eviction_runs, evict_failures;
+	/* pinned units, oldest pin first (hkv_stats oldest_pin_ns) */
+	struct res_unit *pin_head, *pin_tail;
+	uint64_t age_hist[HKV_AGE_HIST], age_ns;	/* evicted-unit ages */
 	hkv_evict_fn fn;
 	void *ctx;
 	unsigned window;
@@ -108,7 +119,24 @@ static inline bool res_lane_room(const struct hkv_pool *pool, unsigned lane, uin
 	return contig ? res_largest_of(pool, lane) >= n : res_free_of(pool, lane) >= n;
 }
 
+/*
+ * The time of unit events (last add or touch, first pin, eviction): ages
+ * for hkv_stats (evicted-unit age, oldest pin), reported from 10 ms up, so
+ * the coarse clock does (a tick's resolution, 4 ms at HZ=250) at a quarter
+ * of CLOCK_MONOTONIC's cost on the add and touch paths. Not the os table's
+ * clock: no test replaces it, and a replaced one would not be coarse.
+ */
+static inline uint64_t res_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* ---- unit.c ---- */
+/* list @u among the pinned units after @after (NULL: as the newest) */
+void unit_pin_link(struct hkv_res *r, struct res_unit *u, struct res_unit *after);
 struct res_unit *unit_find(const struct hkv_res *r, uint64_t id);
 void unit_hash_remove(struct hkv_res *r, struct res_unit *u);
 void unit_lru_unlink(struct hkv_res *r, struct res_unit *u);

@@ -72,6 +72,10 @@ HKV_API int hkv_stats(const struct hkv_pool *pool, struct hkv_stats *st)
 		s.ufi_size[i] = ufi_sizes[i];
 		s.ufi[i] = s.free_pages ? (double)(s.free_pages - usable[i]) / s.free_pages : 0;
 	}
+	s.alloc_failures_nospc = HKV_LOAD(&pool->alloc_nospc);
+	for (i = 1; i < HKV_EXTENTS_HIST; i++)
+		s.extents_hist[i] = HKV_LOAD(&pool->extents_hist[i]);
+	s.extents_hist[0] = s.allocs - s.multi_extent_allocs;
 	if (s.allocs) {
 		s.extents_per_alloc = (double)s.extents_returned / s.allocs;
 		s.multi_extent_share = (double)s.multi_extent_allocs / s.allocs;

@@ -29,8 +29,29 @@ static const struct field fields[] = {
 	F(U64, arena_round_up_bytes), F(U64, prefault_ns), F(DBL, prefault_gbps),
 	F(U64, misplaced_pages), F(UINT, fallbacks), F(U64, metadata_bytes),
 	F(UINT, nregions), F(U64, served_calls), F(U64, bias_revocations),
-	F(U64, deferred_frees), F(U64, deferred_free_errors),
+	F(U64, deferred_frees), F(U64, deferred_free_errors), F(U64, alloc_failures_nospc),
+	F(U64, evict_age_ns), F(U64, oldest_pin_ns),
 };
+
+/* a label as a JSON string (no control characters: hkv_pool_create()) */
+static void print_label(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void print_hist(FILE *f, const char *name, const uint64_t *v, unsigned n)
+{
+	fprintf(f, ", \"%s\": [", name);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)v[i]);
+	fputc(']', f);
+}
 
 static void print_value(FILE *f, const struct hkv_stats *st, const struct field *fd)
 {
@@ -44,11 +65,14 @@ static void print_value(FILE *f, const struct hkv_stats *st, const struct field 
 	}
 }
 
-static void print_json(FILE *f, const struct hkv_stats *st, uint64_t id)
+static void print_json(FILE *f, const struct hkv_stats *st, uint64_t id, const char *label)
 {
 	unsigned i, nl = HKV_MIN(st->nlanes, (unsigned)HKV_STATS_LANES);
 
-	fprintf(f, "{\"pool\": %llu", (unsigned long long)id);
+	fprintf(f, "{\"pool\": %llu, \"label\": ", (unsigned long long)id);
+	print_label(f, label);
+	print_hist(f, "extents_hist", st->extents_hist, HKV_EXTENTS_HIST);
+	print_hist(f, "evict_age_hist", st->evict_age_hist, HKV_AGE_HIST);
 	for (i = 0; i < HKV_ARRAY_SIZE(fields); i++) {
 		fprintf(f, ", \"%s\": ", fields[i].name);
 		print_value(f, st, &fields[i]);
@@ -79,11 +103,12 @@ static void print_json(FILE *f, const struct hkv_stats *st, uint64_t id)
 	fprintf(f, "]}\n");
 }
 
-static void print_text(FILE *f, const struct hkv_stats *st, uint64_t id)
+static void print_text(FILE *f, const struct hkv_stats *st, uint64_t id, const char *label)
 {
 	unsigned i;
 
-	fprintf(f, "hugekv pool %llu\n", (unsigned long long)id);
+	fprintf(f, "hugekv pool %llu%s%s%s\n", (unsigned long long)id, *label ? " (" : "", label,
+		*label ? ")" : "");
 	for (i = 0; i < HKV_ARRAY_SIZE(fields); i++) {
 		fprintf(f, "  %-24s ", fields[i].name);
 		print_value(f, st, &fields[i]);
@@ -96,6 +121,13 @@ static void print_text(FILE *f, const struct hkv_stats *st, uint64_t id)
 	for (i = 0; i < HKV_UFI_SIZES; i++)
 		fprintf(f, "  ufi(%-3llu)%-15s %.4f\n", (unsigned long long)st->ufi_size[i], "",
 			st->ufi[i]);
+	fprintf(f, "  %-24s", "extents_hist");
+	for (i = 0; i < HKV_EXTENTS_HIST; i++)
+		fprintf(f, " %llu", (unsigned long long)st->extents_hist[i]);
+	fprintf(f, "  (1, 2, 3-4, 5-8, 9-16, more)\n  %-24s", "evict_age_hist");
+	for (i = 0; i < HKV_AGE_HIST; i++)
+		fprintf(f, " %llu", (unsigned long long)st->evict_age_hist[i]);
+	fprintf(f, "  (10ms, 100ms, 1s, 10s, 1m, 10m, 1h, more)\n");
 	for (i = 0; i < HKV_MIN(st->nlanes, (unsigned)HKV_STATS_LANES); i++)
 		fprintf(f, "  lane %-3u free %llu pages in %llu extents, largest %llu\n", i,
 			(unsigned long long)st->lane_free_pages[i],
@@ -123,9 +155,9 @@ HKV_API int hkv_stats_print(const struct hkv_pool *pool, FILE *f, unsigned flags
 	err = hkv_stats(pool, st);
 	if (!err) {
 		if (flags & HKV_PRINT_JSON)
-			print_json(f, st, pool->id);
+			print_json(f, st, pool->id, hkv_pool_label(pool));
 		else
-			print_text(f, st, pool->id);
+			print_text(f, st, pool->id, hkv_pool_label(pool));
 		err = ferror(f) ? -EIO : 0;
 	}
 	free(st);

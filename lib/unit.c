@@ -128,6 +128,7 @@ void unit_lru_unlink(struct hkv_res *r, struct res_unit *u)
 static void lru_make_hot(struct hkv_res *r, struct res_unit *u)
 {
 	u->stamp = ++r->clock;
+	u->used_ns = res_now();
 	lru_insert_after(r, r->lru[u->home].tail, u);
 }
 
@@ -391,6 +392,43 @@ HKV_API int hkv_unit_touch(struct hkv_pool *pool, uint64_t unit)
 	return 0;
 }
 
+/**
+ * unit_pin_link() - list a unit among the pinned ones
+ * @r: residency state (locked)
+ * @u: a unit whose pin count just left 0 (or a split half of a pinned one)
+ * @after: the unit to follow, or NULL to be the newest
+ */
+void unit_pin_link(struct hkv_res *r, struct res_unit *u, struct res_unit *after)
+{
+	if (!after)
+		after = r->pin_tail;
+	u->pin_prev = after;
+	u->pin_next = after ? after->pin_next : r->pin_head;
+	if (u->pin_next)
+		u->pin_next->pin_prev = u;
+	else
+		r->pin_tail = u;
+	if (after)
+		after->pin_next = u;
+	else
+		r->pin_head = u;
+}
+
+static void unit_pin_unlink(struct hkv_res *r, struct res_unit *u)
+{
+	if (!u->pin_prev && r->pin_head != u)
+		return;		/* not listed: pinned before this process (named) */
+	if (u->pin_prev)
+		u->pin_prev->pin_next = u->pin_next;
+	else
+		r->pin_head = u->pin_next;
+	if (u->pin_next)
+		u->pin_next->pin_prev = u->pin_prev;
+	else
+		r->pin_tail = u->pin_prev;
+	u->pin_prev = u->pin_next = NULL;
+}
+
 HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 {
 	struct res_unit *u;
@@ -406,6 +444,8 @@ HKV_API int hkv_unit_pin(struct hkv_pool *pool, uint64_t unit)
 		pool->res->pinned_units++;
 		pool->res->pinned_pages += u->npages;
 		res_evictable(pool->res, u, false);
+		u->pinned_ns = res_now();
+		unit_pin_link(pool->res, u, NULL);
 	}
 	res_unlock(pool);
 	return rc;
@@ -427,6 +467,7 @@ HKV_API int hkv_unit_unpin(struct hkv_pool *pool, uint64_t unit)
 			pool->res->pinned_units--;
 			pool->res->pinned_pages -= u->npages;
 			res_evictable(pool->res, u, true);
+			unit_pin_unlink(pool->res, u);
 		}
 	}
 	res_unlock(pool);
@@ -500,11 +541,15 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 	nu->pins = u->pins;
 	u->sealed = 0;		/* the checksum was of the whole */
 	nu->stamp = u->stamp;
+	nu->used_ns = u->used_ns;
+	nu->pinned_ns = u->pinned_ns;
 	nu->home = u->home;
 	u->home_pages = unit_pages_in(pool, u, u->home);
 	nu->home_pages = unit_pages_in(pool, nu, nu->home);
-	if (nu->pins)
+	if (nu->pins) {
 		r->pinned_units++;
+		unit_pin_link(r, nu, u);	/* pinned as long as u */
+	}
 	hash_insert(r, nu);
 	lru_insert_after(r, u, nu);
 	if (!u->pins) {

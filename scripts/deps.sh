@@ -9,7 +9,8 @@ PKGS="build-essential pkg-config libnuma-dev numactl libcmocka-dev
 libhugetlbfs-dev libhugetlbfs-bin libbpf-dev bpftool clang libclang-rt-14-dev llvm libelf-dev
 zlib1g-dev systemtap-sdt-dev bpftrace python3 python3-matplotlib python3-sphinx
 python3-numpy python3-torch python3-pytest python3-pip python3-setuptools python3-wheel python3-venv
-libucx-dev ucx-utils libssl-dev iproute2 linux-kbuild-6.1 help2man libxxhash-dev"
+libucx-dev ucx-utils libssl-dev iproute2 linux-kbuild-6.1 help2man libxxhash-dev
+prometheus python3-prometheus-client tmux"
 missing=
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -160,6 +160,7 @@ HKV_API void hkv_xfer_destroy(struct hkv_xfer *x)
 
 	if (!x)
 		return;
+	xf_metrics_publish(x, true);	/* the last figures stay with the pool */
 	if (x->listener)
 		ucp_listener_destroy(x->listener);
 	x->listener = NULL;

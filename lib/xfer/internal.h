@@ -9,6 +9,7 @@
  *   reg.c       the pool's ranges (regions split at reg_chunk_bytes), HELLO
  *   plan.c      checks of a transfer and its plan: fewest UCX operations
  *   stats.c     counters, latency histogram, slowest recent, JSON
+ *   metrics.c   the figures into the pool's stats page (hkv_page_set_xfer())
  *   grant.c     the target side: GRANT_REQ checks, grants, RELEASE, DONE
  *   datapath.c  the data path: DATA, GET_REQ/GET_REP
  *   transfer.c  the initiator side: submit, issue, complete
@@ -91,6 +92,8 @@ void xf_stats_submit(struct xf_stats *s, const struct xf_tx *tx);
 void xf_stats_done(struct xf_stats *s, const struct xf_tx *tx, uint64_t ns);
 void xf_hist_add(struct xf_hist *h, uint64_t v);
 uint64_t xf_hist_pct(const struct xf_hist *h, double pct);
+/* metrics.c: the figures into the pool's stats page (rate-limited) */
+void xf_metrics_publish(struct hkv_xfer *x, bool force);
 
 /* ---- reg.c -------------------------------------------------------------- */
 

@@ -266,6 +266,7 @@ static void tx_end(struct hkv_xfer *x, struct xf_tx *tx)
 	xf_stats_done(&tx->peer->st, tx, ns);
 	hkv_probe_xfer_done(x->pool_id, tx->peer_id, (uint64_t)tx->nops, tx->bytes, (int64_t)tx->result, ns);
 	x->completed++;
+	xf_metrics_publish(x, false);
 }
 
 /* the next state of one transfer; true when it ended */

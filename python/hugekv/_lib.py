@@ -40,6 +40,8 @@ REGION_THP, REGION_FALLBACK, REGION_MISPLACED = 1 << 0, 1 << 1, 1 << 2
 STATS_LANES, STATS_REGIONS, UFI_SIZES = 64, 16, 4
 UNLINK_FORCE = 1 << 0
 NAME_MAX, NAMED_SLOTS = 63, 64
+EXTENTS_HIST, AGE_HIST, LABEL_MAX = 6, 8, 64
+PAGE_NAME_MAX, PAGE_XFER_PEERS, PAGE_XFER_LAT, PAGE_STALE = 128, 8, 12, 1 << 0
 
 # the spelling of HUGEKV_BACKING, and "none" for index-only pools
 BACKINGS = {"auto": BACKING_AUTO, "1g": BACKING_HUGE_1G, "2m": BACKING_HUGE_2M,
@@ -99,7 +101,32 @@ class Stats(ctypes.Structure):
                 ("metadata_bytes", c_u64), ("nregions", c_uint),
                 ("region", RegionStats * STATS_REGIONS),
                 ("served_calls", c_u64), ("bias_revocations", c_u64),
-                ("deferred_frees", c_u64), ("deferred_free_errors", c_u64)]
+                ("deferred_frees", c_u64), ("deferred_free_errors", c_u64),
+                ("alloc_failures_nospc", c_u64), ("extents_hist", c_u64 * EXTENTS_HIST),
+                ("evict_age_hist", c_u64 * AGE_HIST), ("evict_age_ns", c_u64),
+                ("oldest_pin_ns", c_u64)]
+
+
+class PagePeer(ctypes.Structure):
+    _fields_ = [("peer", c_u64), ("transfers", c_u64), ("failures", c_u64), ("bytes", c_u64)]
+
+
+class PageXfer(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("endpoints", c_u64), ("transfers", c_u64),
+                ("failures", c_u64), ("timeouts", c_u64), ("refused", c_u64),
+                ("ops", c_u64), ("bytes", c_u64), ("pages", c_u64), ("peer_failures", c_u64),
+                ("lat_le_ns", c_u64 * PAGE_XFER_LAT), ("lat_count", c_u64 * PAGE_XFER_LAT),
+                ("lat_n", c_u64), ("lat_sum_ns", c_u64), ("npeers", c_uint),
+                ("peer", PagePeer * PAGE_XFER_PEERS)]
+
+
+class Page(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("name", ctypes.c_char * PAGE_NAME_MAX),
+                ("label", ctypes.c_char * LABEL_MAX), ("pid", c_int), ("flags", c_uint),
+                ("pool_id", c_u64), ("pid_start", c_u64), ("created_ns", c_u64),
+                ("published_ns", c_u64), ("interval_ns", c_u64), ("publishes", c_u64),
+                ("free_room_low", ctypes.c_double), ("free_room_high", ctypes.c_double),
+                ("stats", Stats), ("xfer", PageXfer)]
 
 
 class NamedInfo(ctypes.Structure):
@@ -150,6 +177,10 @@ _PROTOS = {
     "hkv_unit_extents": (c_int, [_P, c_u64, c_void_p, c_uint]),
     "hkv_unit_seal": (c_int, [_P, c_u64]),
     "hkv_unit_verify": (c_int, [_P, c_u64]),
+    "hkv_pool_label": (ctypes.c_char_p, [_P]),
+    "hkv_stats_publish": (c_int, [_P]),
+    "hkv_page_dir": (c_int, [ctypes.c_char_p, ctypes.c_size_t]),
+    "hkv_page_read": (c_int, [ctypes.c_char_p, ctypes.POINTER(Page)]),
 }
 
 

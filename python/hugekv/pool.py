@@ -199,6 +199,8 @@ class Pool:
     rather than fall back. free_room: (low, high) watermark fractions for
     allocations with evict=True. chunk_bytes: registration chunk cap (extents
     never cross one). evict_window: victim window among the coldest units.
+    label: a short human label (at most 63 bytes, no control characters)
+    shown beside the pool's id by its stats, its metrics and the tools.
     """
 
     npages: int
@@ -210,20 +212,23 @@ class Pool:
                  backing: str = "auto", numa_node: int = -1, strict: bool = False,
                  prefault: bool = True, prefault_threads: int = 0,
                  free_room: Tuple[float, float] = (0.0, 0.0), chunk_bytes: int = 0,
-                 evict_window: int = 0, name: Optional[str] = None) -> None:
+                 evict_window: int = 0, name: Optional[str] = None,
+                 label: Optional[str] = None) -> None:
         self._h = None
         o = self._opts(
             npages, page_bytes, nlanes=nlanes, backing=backing, numa_node=numa_node,
             strict=strict, prefault=prefault, prefault_threads=prefault_threads,
-            free_room=free_room, chunk_bytes=chunk_bytes, evict_window=evict_window)
+            free_room=free_room, chunk_bytes=chunk_bytes, evict_window=evict_window,
+            label=label)
         if name is not None:
             o.name = _pool_name(name)
         self._adopt(self._create(o))
         self.name = name
+        self.free_room = (o.free_room_low, o.free_room_high)   # hugekv.prometheus
 
     @staticmethod
     def _opts(npages, page_bytes, *, nlanes, backing, numa_node, strict, prefault,
-              prefault_threads, free_room, chunk_bytes, evict_window):
+              prefault_threads, free_room, chunk_bytes, evict_window, label=None):
         """A checked struct hkv_pool_opts (named pools add their fields here)."""
         npages = _index(npages, "npages", 1)
         page_bytes = _index(page_bytes, "page_bytes")
@@ -249,6 +254,10 @@ class Pool:
         o.prefault_threads = prefault_threads
         o.free_room_low, o.free_room_high = low, high
         o.chunk_bytes, o.evict_window = chunk_bytes, evict_window
+        if label is not None:
+            if not isinstance(label, str):
+                raise TypeError(f"label must be a str, got {type(label).__name__}")
+            o.label = label.encode()      # kept by o until create; the library copies it
         return o
 
     # --- named pools: one pool for many processes, across restarts ------
@@ -645,6 +654,20 @@ class Pool:
         if err:
             raise error(err, "hkv_check")
 
+    @property
+    def label(self) -> str:
+        """The pool's label ("" if none)."""
+        with self._call() as ptr:
+            return lib.hkv_pool_label(ptr).decode(errors="replace")
+
+    def publish(self) -> None:
+        """Publish the pool's stats page now (hkv_stats_publish()); raises
+        Error(ENOENT) when the pool has no page (HUGEKV_STATS_INTERVAL_MS=0)."""
+        with self._call() as ptr:
+            err = lib.hkv_stats_publish(ptr)
+        if err:
+            raise error(err, "hkv_stats_publish")
+
     def stats(self) -> dict:
         """A snapshot: a dict keyed by struct hkv_stats' field names; per-lane
         lists cut to the pool's lanes, "region" a list of dicts."""
@@ -662,7 +685,7 @@ class Pool:
             v = getattr(st, name)
             if name.startswith("lane_"):
                 v = list(v)[:nl]
-            elif name in ("ufi_size", "ufi"):
+            elif name in ("ufi_size", "ufi", "extents_hist", "evict_age_hist"):
                 v = list(v)
             elif name == "region":
                 v = [{f: getattr(r, f) for f, _ in _lib.RegionStats._fields_}

@@ -67,6 +67,9 @@ int tr_unpin(const char *dir);
 
 /* view.c */
 struct view;
+/* label.c: a pool's label from its stats page ("" if none) */
+const char *trace_pool_label(uint32_t tgid, uint64_t pool);
+
 struct view *view_new(struct tracer *t, const struct tr_opts *o);
 void view_free(struct view *v);
 int view_event(void *ctx, void *data, size_t sz);	/* ring buffer callback */

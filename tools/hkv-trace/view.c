@@ -258,7 +258,8 @@ static void print_row(const struct view *v, const struct pool_row *r, double dt)
 
 	if (!p)
 		p = &zero;
-	printf("%8u %6llu", r->key.tgid, (unsigned long long)r->key.pool);
+	printf("%8u %6llu %-16.16s", r->key.tgid, (unsigned long long)r->key.pool,
+	       trace_pool_label(r->key.tgid, r->key.pool));
 	print_rate(r->st.allocs, p->st.allocs, dt, v->t->attached[HKV_P_ALLOC]);
 	print_rate(r->st.frees + r->st.free_failures, p->st.frees + p->st.free_failures, dt,
 		   v->t->attached[HKV_P_FREE]);
@@ -353,7 +354,8 @@ void view_tick(struct view *v, double dt)
 		strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
 		printf("\n%s  %u pool(s) seen%s\n", stamp, v->ncur,
 		       v->t->attached[HKV_P_ALLOC] ? "" : "  (alloc/free rates: run with --ops)");
-		printf("%8s %6s %9s %9s %9s %11s %9s %9s %9s\n", "PID", "POOL", "ALLOC/s",
+		printf("%8s %6s %-16s %9s %9s %9s %11s %9s %9s %9s\n", "PID", "POOL", "LABEL",
+		       "ALLOC/s",
 		       "FREE/s", "EVICT/s", "FREE_PAGES", "FREE_EXT", "LARGEST", "EXT/ALLOC");
 		for (i = 0; i < v->ncur; i++)
 			if (row_live(v, &v->cur[i]))
@@ -458,6 +460,7 @@ static void json_pools(struct json *j, const struct view *v)
 		json_obj(j, NULL);
 		json_u64(j, "pid", r->key.tgid);
 		json_u64(j, "pool", r->key.pool);
+		json_str(j, "label", trace_pool_label(r->key.tgid, r->key.pool));
 		json_fields(j, &r->st, pool_fields, JSON_NFIELDS(pool_fields));
 		json_u64(j, "free_pages", r->free_pages);
 		json_u64(j, "free_extents", r->free_extents);

@@ -25,6 +25,8 @@ int cmd_reserve(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_pools(int argc, char **argv);	/* pools.c */
 int cmd_pool(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* ---- sysfs.c ------------------------------------------------------------ */
 struct ctl_pool {		/* one hugepage pool (a node's, or global) */

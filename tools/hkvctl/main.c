@@ -26,6 +26,9 @@ static const struct {
 	{ "pools", cmd_pools, "named pools: size, page size, units, free, recoveries, "
 			      "attached processes" },
 	{ "pool", cmd_pool, "pool rm NAME [--force]: remove a named pool's files" },
+	{ "metrics", cmd_metrics, "every pool's stats page as OpenMetrics: once, a textfile "
+				  "for node_exporter, or served at /metrics" },
+	{ "top", cmd_top, "a live view of every pool on the host from its stats page" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * metrics.c - an endpoint's transfer figures into its pool's stats page
+ * (hkv_page_set_xfer(), published with the page's next publication): the
+ * endpoint's counters, its latency histogram folded into the page's fixed
+ * buckets, and the first HKV_PAGE_XFER_PEERS peers. Called as a transfer
+ * ends (at most every XF_METRICS_NS: a clock read otherwise) and when the
+ * endpoint is destroyed.
+ */
+#include "internal.h"
+
+#define XF_METRICS_NS	100000000ull	/* 100 ms */
+
+/* bucket upper bounds of the page, ns */
+static const uint64_t lat_le[HKV_PAGE_XFER_LAT] = {
+	10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000,
+	10000000, 100000000, 1000000000,
+};
+
+/* the highest value bucket i of an xf_hist holds (stats.c's layout) */
+static uint64_t bucket_top(unsigned i)
+{
+	unsigned e;
+	uint64_t m;
+
+	if (i < (2u << XF_HIST_SUB_BITS))
+		return i;
+	e = (i >> XF_HIST_SUB_BITS) + XF_HIST_SUB_BITS - 1;
+	m = (i & ((1u << XF_HIST_SUB_BITS) - 1)) | (1u << XF_HIST_SUB_BITS);
+	return ((m + 1) << (e - XF_HIST_SUB_BITS)) - 1;
+}
+
+static void fold(const struct xf_hist *h, struct hkv_page_xfer *p)
+{
+	for (unsigned i = 0; i < XF_HIST_BUCKETS; i++) {
+		uint64_t c = h->count[i], top;
+
+		if (!c)
+			continue;
+		top = XF_MIN(bucket_top(i), h->max);
+		p->lat_sum_ns += c * top;
+		for (unsigned k = 0; k < HKV_PAGE_XFER_LAT; k++)
+			if (top <= lat_le[k])
+				p->lat_count[k] += c;
+	}
+	p->lat_n = h->n;
+}
+
+/**
+ * xf_metrics_publish() - hand the pool's stats page this endpoint's figures
+ * @x: the endpoint
+ * @force: now, whatever the time since the last one
+ */
+void xf_metrics_publish(struct hkv_xfer *x, bool force)
+{
+	/* an endpoint progresses on one thread: the last one this thread
+	 * published, and when (another endpoint publishes at once) */
+	static __thread const struct hkv_xfer *last_x;
+	static __thread uint64_t last;
+	struct hkv_page_xfer p = { .sz = sizeof(p), .endpoints = 1 };
+	const struct hkv_xfer_peer *q;
+	uint64_t now = xf_now_ns();
+
+	if (!force && x == last_x && now - last < XF_METRICS_NS)
+		return;
+	last_x = x;
+	last = now;
+	p.transfers = x->st.transfers;
+	p.failures = x->st.failures;
+	p.timeouts = x->st.timeouts;
+	p.refused = x->st.refused;
+	p.ops = x->st.ops;
+	p.bytes = x->st.bytes;
+	p.pages = x->st.pages;
+	p.peer_failures = x->st.peer_failures;
+	memcpy(p.lat_le_ns, lat_le, sizeof(lat_le));
+	fold(&x->st.lat, &p);
+	for (q = x->peers; q && p.npeers < HKV_PAGE_XFER_PEERS; q = q->next) {
+		struct hkv_page_peer *pp = &p.peer[p.npeers++];
+
+		pp->peer = q->id;
+		pp->transfers = q->st.transfers;
+		pp->failures = q->st.failures;
+		pp->bytes = q->st.bytes;
+	}
+	hkv_page_set_xfer(x->pool, &p);	/* -ENOENT: the pool has no page */
+}
