@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from helpers import eq, is_root, read, read_int, run
+from helpers import eq, is_root, reachable_copy, read, read_int, run
 
 BUILD = os.environ.get("HKV_BUILD", "build")
 TUNE = os.path.join(BUILD, "hkv-numa-tune")
@@ -133,16 +133,13 @@ def test_setup_errors():
     _, _, err = run([SETUP, "--size", "1G", "--node", "999"], 1)
     assert "no node 999" in err, err
     if is_root() and shutil.which("setpriv"):
-        # a copy another user can reach: the checkout may sit in a
-        # directory that only its owner can enter
-        d = tempfile.mkdtemp()
+        # from a copy nobody can reach (the checkout may be in a
+        # directory only its owner can enter)
+        d = reachable_copy(SETUP)
         try:
-            os.chmod(d, 0o755)
-            copy = os.path.join(d, os.path.basename(SETUP))
-            shutil.copy(SETUP, copy)
-            os.chmod(copy, 0o755)
             _, _, err = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                             copy, "--size", "2M", "--node", "0", "--apply"], 1)
+                             os.path.join(d, os.path.basename(SETUP)), "--size", "2M",
+                             "--node", "0", "--apply"], 1)
         finally:
             shutil.rmtree(d)
         assert "needs root" in err, err
