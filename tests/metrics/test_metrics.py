@@ -24,7 +24,11 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops"))
-from harness import Skip, run, run_json  # noqa: E402
+from helpers import run, run_json  # noqa: E402
+
+
+class Skip(Exception):
+    """a test that cannot run on this machine, with the reason"""
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(os.environ.get("HKV_BUILD", os.path.join(ROOT, "build")))
