@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops"))
-from helpers import run, run_json  # noqa: E402
+from helpers import reachable_copy, run, run_json  # noqa: E402
 
 
 class Skip(Exception):
@@ -49,6 +49,7 @@ class Env:
         self.env = dict(os.environ, HUGEKV_RUNTIME_DIR=self.rt,
                         HUGEKV_STATS_INTERVAL_MS="200")
         self.procs = []
+        self.dirs = []		# more directories to remove at close
 
     def spawn(self, cmd, **kw):
         p = subprocess.Popen(cmd, env=self.env, **kw)
@@ -60,7 +61,8 @@ class Env:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        for d in self.dirs + [self.tmp]:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def wait_for(what, fn, timeout=30.0, step=0.1):
@@ -511,19 +513,26 @@ def test_unprivileged_reader():
         os.mkdir(xdg, 0o700)
         os.chown(xdg, 65534, 65534)
         os.chmod(e.tmp, 0o755)
+        # copies another user can reach: the checkout may sit in a directory
+        # only its owner can enter
+        d = reachable_copy(WORKLOAD, HKVCTL, os.path.join(BUILD, "libhugekv.so.0"))
+        e.dirs.append(d)
         nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i",
-                  "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + xdg, "HUGEKV_STATS_INTERVAL_MS=200"]
-        w = e.spawn(nobody + [WORKLOAD, os.path.join(xdg, "stats.json")],
+                  "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + xdg, "HUGEKV_STATS_INTERVAL_MS=200",
+                  "LD_LIBRARY_PATH=" + d]
+        w = e.spawn(nobody + [os.path.join(d, os.path.basename(WORKLOAD)),
+                              os.path.join(xdg, "stats.json")],
                     stdout=subprocess.PIPE, text=True)
         line = w.stdout.readline().split()
         assert line and line[0] == "ready", line
-        j = run_json(nobody + [HKVCTL, "metrics", "--json"])
+        j = run_json(nobody + [os.path.join(d, "hkvctl"), "metrics", "--json"])
         assert j["dir"] == os.path.join(xdg, "hugekv"), j["dir"]
         assert sorted(x["label"] for x in j["pools"]) == sorted([L2, GPU]), j
         assert not any(x["stale"] for x in j["pools"])
         other = [setpriv, "--reuid=65533", "--regid=65533", "--clear-groups", "env", "-i",
-                 "PATH=/usr/bin:/bin"]
-        rc, _, err = run(other + [HKVCTL, "metrics", "--dir", os.path.join(xdg, "hugekv")])
+                 "PATH=/usr/bin:/bin", "LD_LIBRARY_PATH=" + d]
+        rc, _, err = run(other + [os.path.join(d, "hkvctl"), "metrics", "--dir",
+                                  os.path.join(xdg, "hugekv")])
         assert rc == 1 and "Permission denied" in err, (rc, err)
         w.send_signal(signal.SIGTERM)
         assert w.wait(timeout=20) == 0
