@@ -542,7 +542,6 @@ undo:
 	return err;
 }
 
-
 /* read and check the header of an opened bookkeeping file */
 static int header_check(int fd, uint64_t size, struct named_hdr *out)
 {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * pool.c - pool life cycle, the top layer: create (options from opts.c,
+ * pool.c - the top layer: pool life cycle (create: options from opts.c,
  * arena, lanes, residency, a named pool's files from named.c, the stats
- * page), attach, destroy; and the single-lane entry points: hkv_alloc(), the lane range, free pages,
- * page addresses and regions. Calls that span lanes are in multi.c.
+ * page; attach; destroy) and the single-lane entry points: hkv_alloc(),
+ * the lane range, free pages, page addresses and regions. Calls that span
+ * lanes are in multi.c.
  */
 #include "lane_one.h"
 
