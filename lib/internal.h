@@ -1,34 +1,47 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * internal.h - table of contents of the library, one section per file, in
- * layer order: each file calls only into the files above it.
+ * layer order: each file calls only into the files above it (make
+ * check-layering: no cycle). Where a layer must reach one above it, the
+ * upper one hands it a pointer (named_recover_fn).
  *
  *   os.c            every system call, behind a replaceable table
  *   log.c, env.c    messages; HUGEKV_* variables
+ *   trace.c, trace.h  probe semaphores (a leaf)
  *   numa.c          topology, hugepage pools, THP mode, memlock
  *   cgroup.c        the hugetlb cgroup's fault-time limit
- *   opts.c          the one option check (create and plan)
+ *   opts.c          the one option check (create and plan); pool names
  *   backing.c       page sizes; the parts of one node segment
  *   plan.c          the arena's layout: segments per node (hkv_pool_plan())
  *   arena.c         the memory: map, bind, prefault.c, arena_verify.c
- *   meta.c          large bookkeeping arrays
+ *   fork.c          pools do not survive fork(): the generation
+ *   shheap.c, meta.c  a named pool's file heap; bookkeeping arrays
  *   extent.c        free-extent index of one lane (extent.h: extent_group.c,
  *                   extent_bins.c, extent_tree.c; extent_check.c)
- *   named_lock.c    a named pool's lock: process-shared, robust, recovered
+ *   named_lock.c    a named pool's lock: process-shared, robust; recovery
+ *                   through named_recover_fn (named.c sets it)
  *   lane_defer.c    frees answered at once, run by the lane's holder
  *   lane_call.c     the lane lock; calls run by the lock holder (combining)
- *   lane.c, frag.c  a lane: index, lock, counters; its frag probe
+ *   frag.c, lane.c  a lane: index, lock, counters; its frag probe
  *                   (lane_one.h: the allocation's lane_call(), inline)
- *   pool.c, fork.c  pool life cycle, single-lane calls; fork() children
- *   named.c, named_recover.c, unit_list.c   named pools: files, attach,
- *                   process slots, recovery (named.h); unit listing
- *   unit_sum.c      a unit's checksum (hkv_unit_seal(), hkv_unit_verify())
+ *   res.c           residency state, its lock, callback frames (res.h)
+ *   named_pins.c    a named pool's pins per process (named.h)
+ *   unit.c, unit_sum.c, unit_list.c   units; checksums; listing
+ *   evict.c, room.c eviction; room before an allocation
  *   multi.c         calls that span lanes (alloc_lanes, free, HKV_LANE_ANY)
  *   compat.c        the legacy free-slot view
- *   res.c, unit.c, evict.c, room.c, unit_check.c (res.h)   residency
- *   stats.c, stats_print.c   snapshots, checks, printing (leaves)
- *   statpage.c               the stats page other processes read (a leaf)
- *   trace.c, trace.h          probe semaphores (a leaf)
+ *   unit_check.c    hkv_check() of the units
+ *   named_recover.c a named pool's dead processes: liveness, recovery, check
+ *   stats.c         hkv_stats(), hkv_check(): call down into every layer,
+ *                   called by none below
+ *   statpage.c, stats_print.c   the stats page other processes read; printing
+ *   named.c         named pools' files: create, attach, detach, unlink
+ *   pool.c          the top: pool life cycle (hkv_pool_create(), _attach(),
+ *                   _destroy(): arena, lanes, residency, named.c, statpage.c)
+ *                   and the single-lane calls
+ *
+ * The declarations below come in that order where they can; some sit with
+ * the structure they need (struct hkv_pool, in pool.c's section).
  *
  * Everything here has hidden visibility (-fvisibility=hidden); only the
  * HKV_API declarations of include/hugekv.h are exported (lib/libhugekv.map).
@@ -198,6 +211,8 @@ uint64_t cgroup_hugetlb_room(uint64_t pgsz);
 #define HKV_MAX_EVICT_WINDOW	1024
 /* the caller's options checked, defaults and HUGEKV_* applied; 0 or -errno */
 int opts_effective(const struct hkv_pool_opts *in, struct hkv_pool_opts *out);
+/* a named pool's name: HKV_NAME_MAX letters, digits, ".", "_", "-" */
+bool named_name_ok(const char *name);
 
 /* ---- backing.c: page sizes, and the parts of one node segment -------- */
 #define HKV_SEG_PARTS	4	/* one part per page size at most */
@@ -608,7 +623,7 @@ int xi_check(const struct xindex *x);
  * take it; the biased, combining and deferring paths of lane_call.c and
  * lane_defer.c are off (they pass pointers into one process's memory). A
  * caller that finds it held by a dead process restores the pool first
- * (named_recover.c). While it holds the lock a thread allocates
+ * (named_recover.c, through named_recover_fn: a layer above the lock). While it holds the lock a thread allocates
  * bookkeeping from the file's heap (meta_heap_swap()). */
 struct named_hdr;
 void named_lock(struct named_hdr *h);
@@ -1000,11 +1015,6 @@ static inline uint64_t pool_free_pages(const struct hkv_pool *pool)
 	return sum;
 }
 
-/* the lanes and residency of pool->opts, its other fields set (named.c
- * builds them inside its file); 0 or -errno, nothing left on failure */
-int pool_build(struct hkv_pool *pool);
-uint64_t pool_next_id(void);
-
 /* ---- named.c, named_recover.c, unit_list.c: named pools (named.h) -------
  * pool->named: this process's view of a named pool */
 struct named {
@@ -1016,11 +1026,16 @@ struct named {
 	struct hkv_arena *arena;	/* regions and stats (not mapped by arena.c) */
 };
 /*
- * hkv_pool_create() of a pool with a name: files made and mapped, pool_build()
- * run in them; hkv_pool_destroy() of one: detach */
-int named_create(struct hkv_pool *pool);
+ * hkv_pool_create() of a pool with a name, driven by pool.c: named_create()
+ * makes and maps the files and sends this thread's bookkeeping to their
+ * heap, pool.c builds the lanes and residency, named_create_finish(pool, c,
+ * build's result) publishes the pool or removes the files. hkv_pool_attach():
+ * named_attach(); hkv_pool_destroy() of one: named_detach() */
+struct named_create_ctx;
+int named_create(struct hkv_pool *pool, struct named_create_ctx **out);
+int named_create_finish(struct hkv_pool *pool, struct named_create_ctx *c, int err);
+int named_attach(struct hkv_pool *pool, const char *name);
 void named_detach(struct hkv_pool *pool);
-bool named_name_ok(const char *name);
 /* hkv_check() of a named pool's owner records (dead slots reaped first) */
 int named_check(struct hkv_pool *pool);
 /* named_pins.c: this process's pins, recorded (residency locked) */
@@ -1072,12 +1087,12 @@ int room_make_lanes(struct hkv_pool *pool, const uint64_t *count, unsigned flags
 int unit_check(struct hkv_pool *pool);
 
 /* ---- stats.c, stats_print.c: hkv_stats(), hkv_check(), hkv_stats_print() --
- * Leaves: they read every layer below through its own snapshot calls
- * (arena_stats(), res_stats(), xi_check(), unit_check()) and define only
- * public functions. */
+ * Above every layer they read, each through its own snapshot or check call
+ * (arena_stats(), res_stats(), xi_check(), unit_check(), named_check()); no
+ * layer below calls them. They define only public functions. */
 
-/* ---- statpage.c: the stats page other processes read (a leaf) -----------
- * Started once the pool is complete, stopped first at destroy. */
+/* ---- statpage.c: the stats page other processes read (above stats.c) ---
+ * Started by pool.c once the pool is complete, stopped first at destroy. */
 void statpage_start(struct hkv_pool *pool);
 void statpage_stop(struct hkv_pool *pool);
 

@@ -40,31 +40,6 @@ static const bool named_hints = true;
 #define NAMED_META_PER_PAGE	512	/* bytes of heap per page, sparse */
 #define MOUNTS_MAX		(256 << 10)
 
-/**
- * named_name_ok() - is @name a valid pool name?
- * @name: the name
- *
- * Return: true for 1..HKV_NAME_MAX letters, digits, '.', '_' and '-', not
- * starting with '.'.
- */
-bool named_name_ok(const char *name)
-{
-	size_t i;
-
-	if (!name || !name[0] || name[0] == '.')
-		return false;
-	for (i = 0; name[i]; i++) {
-		char c = name[i];
-
-		if (i >= HKV_NAME_MAX)
-			return false;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 /* the directory of the bookkeeping files (and of tmpfs memory files) */
 static const char *named_dir(void)
 {
@@ -141,42 +116,6 @@ static int mem_place(const struct hkv_pool_opts *o, char *dir, size_t len, int *
 	*backing = b;
 	*pgsz = HKV_PGSZ_4K;
 	return 0;
-}
-
-/**
- * named_proc_start() - a process's start time
- * @pid: the process
- *
- * Return: field 22 of /proc/PID/stat (clock ticks since boot), 0 if the
- * process is gone (or a zombie: it runs no more calls).
- */
-uint64_t named_proc_start(int pid)
-{
-	char path[64], buf[1024], *p, state = 0;
-	unsigned long long start = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (pid <= 0 || os_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strrchr(buf, ')');
-	/* after the name: state, then 18 fields, then starttime */
-	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			 "%*s %*s %*s %*s %*s %*s %llu", &state, &start) != 2)
-		return 0;
-	return state == 'Z' || state == 'X' ? 0 : start;
-}
-
-/**
- * named_slot_alive() - is a slot's process still the one that attached?
- * @s: the slot
- *
- * Return: true if its pid runs and started when the slot says.
- */
-bool named_slot_alive(const struct named_slot *s)
-{
-	int pid = HKV_LOAD(&s->pid);
-
-	return pid && named_proc_start(pid) == HKV_LOAD(&s->start);
 }
 
 /* refuse what is not a regular file of this uid, or is group/world-writable */
@@ -396,15 +335,17 @@ static void named_unmap(struct named *nm, struct named_hdr *h, uint64_t mem_len)
 	free(nm);
 }
 
-struct create_ctx {
+struct named_create_ctx {
 	char meta[PATH_MAX], mem[PATH_MAX];
 	int backing;
 	uint64_t pgsz, mem_len, meta_len;
 	char *base;
+	struct named *nm;
+	struct shheap *old;		/* this thread's heap before the build */
 };
 
 /* the files made and mapped over one reservation; header filled */
-static int create_files(struct hkv_pool *pool, struct named *nm, struct create_ctx *c)
+static int create_files(struct hkv_pool *pool, struct named *nm, struct named_create_ctx *c)
 {
 	const struct hkv_pool_opts *o = &pool->opts;
 	char dir[PATH_MAX];
@@ -489,7 +430,7 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct create_c
 	return 0;
 }
 
-static void create_undo(struct named *nm, struct create_ctx *c)
+static void create_undo(struct named *nm, struct named_create_ctx *c)
 {
 	if (c->base)
 		os->munmap(c->base, c->mem_len + c->meta_len);
@@ -505,19 +446,20 @@ static void create_undo(struct named *nm, struct create_ctx *c)
 }
 
 /**
- * named_create() - hkv_pool_create() of a pool with a name
+ * named_create() - hkv_pool_create() of a pool with a name, first step:
+ * the files made and mapped, and this thread's bookkeeping sent to the
+ * file's heap for the pool_build() that pool.c runs next
  * @pool: the handle, its options effective and sizes set
+ * @out: receives what named_create_finish() takes
  *
  * Return: 0, or -EEXIST (a pool of that name exists), -EOPNOTSUPP (strict
  * hugepage backing without a hugetlbfs mount), -ENOMEM, -ENAMETOOLONG, or
  * a system call's -errno. Nothing is left on failure.
  */
-int named_create(struct hkv_pool *pool)
+int named_create(struct hkv_pool *pool, struct named_create_ctx **out)
 {
-	struct create_ctx *c = calloc(1, sizeof(*c));
+	struct named_create_ctx *c = calloc(1, sizeof(*c));
 	struct named *nm = calloc(1, sizeof(*nm));
-	struct shheap *old;
-	struct named_hdr *h;
 	int err;
 
 	if (!c || !nm) {
@@ -525,16 +467,38 @@ int named_create(struct hkv_pool *pool)
 		free(nm);
 		return -ENOMEM;
 	}
+	HKV_STORE(&named_recover_fn, named_recover);
 	nm->meta_fd = nm->mem_fd = -1;
 	err = create_files(pool, nm, c);
-	if (err)
-		goto undo;
-	h = nm->hdr;
+	if (err) {
+		create_undo(nm, c);
+		free(c);
+		return err;
+	}
 	pool->base = c->mem_len ? c->base : NULL;
 	pool->lane_bias = pool->lane_defer = false;
-	old = meta_heap_swap(&h->heap);
-	err = pool_build(pool);
-	meta_heap_swap(old);
+	c->nm = nm;
+	c->old = meta_heap_swap(&nm->hdr->heap);
+	*out = c;
+	return 0;
+}
+
+/**
+ * named_create_finish() - the second step, once pool_build() ran in the file
+ * @pool: the handle
+ * @c: named_create()'s
+ * @err: what pool_build() returned
+ *
+ * Return: 0, the pool published (pool->named set); or @err or -ENOMEM with
+ * the files removed.
+ */
+int named_create_finish(struct hkv_pool *pool, struct named_create_ctx *c, int err)
+{
+	struct named *nm = c->nm;
+	struct named_hdr *h = nm->hdr;
+	struct shheap *old;
+
+	meta_heap_swap(c->old);
 	if (err)
 		goto undo;
 	old = meta_heap_swap(&h->heap);
@@ -609,31 +573,33 @@ static int header_check(int fd, uint64_t size, struct named_hdr *out)
 	return 0;
 }
 
-HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **out)
+/**
+ * named_attach() - hkv_pool_attach(): map a named pool's files, take a slot
+ * @pool: the new handle, its id and fork generation set
+ * @name: the pool's name (checked)
+ *
+ * Return: 0, or -errno with nothing left (hkv_pool_attach() lists them).
+ */
+int named_attach(struct hkv_pool *pool, const char *name)
 {
-	struct hkv_pool *pool;
 	struct named_hdr hdr, *h;
 	struct named *nm;
 	char path[PATH_MAX];
 	uint64_t size, mem_size;
 	int err;
 
-	if (!out || flags || !named_name_ok(name))
-		return -EINVAL;
 	err = meta_path(name, path, sizeof(path));
 	if (err)
 		return err;
-	pool = calloc(1, sizeof(*pool));
 	nm = calloc(1, sizeof(*nm));
-	if (!pool || !nm) {
-		err = -ENOMEM;
-		goto free_handle;
-	}
+	if (!nm)
+		return -ENOMEM;
+	HKV_STORE(&named_recover_fn, named_recover);
 	nm->meta_fd = nm->mem_fd = -1;
 	nm->meta_fd = open_checked(path, O_RDWR, &size);
 	if (nm->meta_fd < 0) {
 		err = nm->meta_fd;
-		goto free_handle;
+		goto free_named;
 	}
 	err = header_check(nm->meta_fd, size, &hdr);
 	if (err)
@@ -661,8 +627,6 @@ HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **
 		}
 	}
 	nm->hdr = h;
-	pool->id = pool_next_id();
-	pool->fork_gen = fork_generation();
 	named_lock(h);
 	named_reap(h);
 	err = slot_take(h, &nm->slot);
@@ -671,7 +635,6 @@ HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **
 	named_unlock(h);
 	if (err) {
 		named_unmap(nm, h, hdr.mem_len);
-		free(pool);
 		return err;
 	}
 	handle_fill(pool, h);
@@ -679,7 +642,6 @@ HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **
 	pool->arena = nm->arena;
 	pool->named = nm;
 	pthread_mutex_init(&pool->slots_lock, NULL);
-	*out = pool;
 	return 0;
 
 close_files:
@@ -689,9 +651,8 @@ close_files:
 	if (nm->mem_fd >= 0)
 		os->close(nm->mem_fd);
 	os->close(nm->meta_fd);
-free_handle:
+free_named:
 	free(nm);
-	free(pool);
 	return err;
 }
 

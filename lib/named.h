@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * named.h - the files of a named pool, in layer order: named_lock.c (its
- * lock), named.c (create, attach, detach, unlink, process slots),
- * named_recover.c (what a caller does when the lock's holder died).
+ * lock), named_pins.c (pins per process), named_recover.c (what a caller
+ * does when a process died: the lock's holder or an attached one),
+ * named.c (create, attach, detach, unlink, process slots).
  *
  * Two files in a directory (HUGEKV_NAMED_DIR, default /dev/shm): the
  * bookkeeping file "hugekv.NAME.meta" (tmpfs) holds struct named_hdr and
@@ -80,18 +81,23 @@ struct named_pin {
 /* ---- named_lock.c ---- */
 /* this process's pool id of h (probes), 0 if not attached */
 uint64_t named_local_id(const struct named_hdr *h);
+/* what named_lock() runs on a dead holder's pool: named_recover(), set by
+ * named.c (a layer above the lock's callers) before it maps a pool */
+extern void (*named_recover_fn)(struct named_hdr *h);
 
-/* ---- named.c ---- */
+/* ---- named_pins.c ---- */
+bool named_pins_held(const struct named_hdr *h, uint64_t mask);
+/* the pin records of a slot's process */
+static inline struct named_pin *named_slot_pins(struct named_hdr *h, unsigned slot)
+{
+	return &h->pins[(size_t)slot * NAMED_PINS];
+}
+
+/* ---- named_recover.c ---- */
 /* is the slot's process alive (pid and start time)? */
 bool named_slot_alive(const struct named_slot *s);
 /* /proc/PID/stat start time of a process, 0 if gone */
 uint64_t named_proc_start(int pid);
-
-/* ---- named_pins.c ---- */
-bool named_pins_held(const struct named_hdr *h, uint64_t mask);
-uint64_t named_pins_apply(struct named_hdr *h, const uint8_t *live);
-
-/* ---- named_recover.c ---- */
 /* a process leaves: what it holds outside units given back, slot freed */
 void named_release_slot(struct named_hdr *h, unsigned slot);
 /* restore a pool whose lock's holder died (the lock held, inconsistent) */

@@ -16,6 +16,10 @@
  */
 #include "named.h"
 
+/* named_recover(), set by named.c before this process maps a pool: the
+ * recovery rebuilds lanes and residency, the layers above this lock that
+ * take it, so it is reached through a pointer (internal.h has the order) */
+void (*named_recover_fn)(struct named_hdr *h);
 
 /* the named pools this process is attached to, and its slot in each (a
  * fork() child attaches anew and overwrites the entry of the same address) */
@@ -81,7 +85,7 @@ void named_lock(struct named_hdr *h)
 	if (unlikely(err == EOWNERDEAD)) {
 		struct shheap *old = meta_heap_swap(&h->heap);
 
-		named_recover(h);
+		HKV_LOAD(&named_recover_fn)(h);
 		meta_heap_swap(old);
 		pthread_mutex_consistent(&h->lock);
 	} else if (unlikely(err)) {

@@ -15,16 +15,11 @@
 #include "named.h"
 #include "res.h"
 
-static struct named_pin *slot_pins(struct named_hdr *h, unsigned slot)
-{
-	return &h->pins[(size_t)slot * NAMED_PINS];
-}
-
 /* the slot's record of unit, or a free one (NULL: none left) */
 static struct named_pin *pin_find(struct named_hdr *h, unsigned slot, uint64_t unit,
 				  bool make)
 {
-	struct named_pin *t = slot_pins(h, slot), *empty = NULL;
+	struct named_pin *t = named_slot_pins(h, slot), *empty = NULL;
 
 	for (uint32_t i = 0; i < h->pin_hw[slot]; i++) {
 		if (t[i].count && t[i].unit == unit)
@@ -112,43 +107,4 @@ bool named_pins_held(const struct named_hdr *h, uint64_t mask)
 			if (h->pins[(size_t)s * NAMED_PINS + i].count)
 				return true;
 	return false;
-}
-
-/**
- * named_pins_apply() - every unit's pin count from the live slots' records
- * @h: the header (locked; the id hash readable)
- * @live: per slot + 1, whether its process lives (live[0] unused)
- *
- * Records of dead slots and of units that are gone are cleared.
- *
- * Return: the pins dropped.
- */
-uint64_t named_pins_apply(struct named_hdr *h, const uint8_t *live)
-{
-	struct hkv_res *r = h->res;
-	uint64_t dropped = 0;
-
-	for (uint64_t b = 0; b < r->nbuckets; b++)
-		for (struct res_unit *u = r->bucket[b]; u; u = u->hnext)
-			u->pins = 0;
-	for (unsigned s = 0; s < HKV_NAMED_SLOTS; s++) {
-		struct named_pin *t = slot_pins(h, s);
-
-		for (uint32_t i = 0; i < h->pin_hw[s]; i++) {
-			struct res_unit *u;
-
-			if (!t[i].count)
-				continue;
-			u = live[s + 1] ? unit_find(r, t[i].unit) : NULL;
-			if (u && u->pins <= UINT32_MAX - t[i].count) {
-				u->pins += t[i].count;
-				continue;
-			}
-			dropped += t[i].count;
-			t[i].count = 0;
-		}
-		if (!live[s + 1])
-			h->pin_hw[s] = 0;
-	}
-	return dropped;
 }

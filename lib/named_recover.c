@@ -18,12 +18,50 @@
  * longer reads right (extents out of range or overlapping another's, a
  * kill inside a split) is dropped and counted; pages are never lost.
  */
+#include <stdio.h>
+
 #include "named.h"
 #include "res.h"
 #include "trace.h"
 
 #define BIT(b, p)	(((b)[(p) >> 6] >> ((p) & 63)) & 1)
 #define SETBIT(b, p)	((b)[(p) >> 6] |= 1ull << ((p) & 63))
+
+/**
+ * named_proc_start() - a process's start time
+ * @pid: the process
+ *
+ * Return: field 22 of /proc/PID/stat (clock ticks since boot), 0 if the
+ * process is gone (or a zombie: it runs no more calls).
+ */
+uint64_t named_proc_start(int pid)
+{
+	char path[64], buf[1024], *p, state = 0;
+	unsigned long long start = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (pid <= 0 || os_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	/* after the name: state, then 18 fields, then starttime */
+	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			 "%*s %*s %*s %*s %*s %*s %llu", &state, &start) != 2)
+		return 0;
+	return state == 'Z' || state == 'X' ? 0 : start;
+}
+
+/**
+ * named_slot_alive() - is a slot's process still the one that attached?
+ * @s: the slot
+ *
+ * Return: true if its pid runs and started when the slot says.
+ */
+bool named_slot_alive(const struct named_slot *s)
+{
+	int pid = HKV_LOAD(&s->pid);
+
+	return pid && named_proc_start(pid) == HKV_LOAD(&s->start);
+}
 
 /* the lane that owns a page (lanes are near-equal blocks, pool.c) */
 static unsigned lane_at(const struct named_hdr *h, uint64_t page)
@@ -231,6 +269,45 @@ static int lane_rebuild(struct lane *l, uint64_t barrier, const uint64_t *keep,
 	return xi_set_owner(x, owner);
 }
 
+/**
+ * pins_apply() - every unit's pin count from the live slots' records
+ * @h: the header (locked; the id hash readable)
+ * @live: per slot + 1, whether its process lives (live[0] unused)
+ *
+ * Records of dead slots and of units that are gone are cleared.
+ *
+ * Return: the pins dropped.
+ */
+static uint64_t pins_apply(struct named_hdr *h, const uint8_t *live)
+{
+	struct hkv_res *r = h->res;
+	uint64_t dropped = 0;
+
+	for (uint64_t b = 0; b < r->nbuckets; b++)
+		for (struct res_unit *u = r->bucket[b]; u; u = u->hnext)
+			u->pins = 0;
+	for (unsigned s = 0; s < HKV_NAMED_SLOTS; s++) {
+		struct named_pin *t = named_slot_pins(h, s);
+
+		for (uint32_t i = 0; i < h->pin_hw[s]; i++) {
+			struct res_unit *u;
+
+			if (!t[i].count)
+				continue;
+			u = live[s + 1] ? unit_find(r, t[i].unit) : NULL;
+			if (u && u->pins <= UINT32_MAX - t[i].count) {
+				u->pins += t[i].count;
+				continue;
+			}
+			dropped += t[i].count;
+			t[i].count = 0;
+		}
+		if (!live[s + 1])
+			h->pin_hw[s] = 0;
+	}
+	return dropped;
+}
+
 /*
  * Everything derived, from what recovery trusts; slots of dead processes
  * (and gone, the slot + 1 in the mask) freed. The caller holds the lock.
@@ -272,7 +349,7 @@ static int rebuild(struct named_hdr *h, uint64_t gone)
 			goto out;
 	}
 	memcpy(h->owner, own, h->npages);
-	h->dropped_pins += named_pins_apply(h, live);
+	h->dropped_pins += pins_apply(h, live);
 	units_rebuild(h, all, nunits);
 	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++) {
 		if (!h->slot[i].pid || live[i + 1])

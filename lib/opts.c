@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * opts.c - the one option check. hkv_pool_create() and the dry run
+ * opts.c - the one option check (and the check of a pool's name, which
+ * attach and unlink share). hkv_pool_create() and the dry run
  * hkv_pool_plan() both turn the caller's struct hkv_pool_opts into the
  * effective options here, so the planner can never accept a pool that a
  * create refuses (or the other way round).
@@ -36,6 +37,31 @@ static bool label_ok(const char *s)
 	for (i = 0; s[i]; i++)
 		if (i >= HKV_LABEL_MAX - 1 || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
 			return false;
+	return true;
+}
+
+/**
+ * named_name_ok() - is @name a valid pool name?
+ * @name: the name
+ *
+ * Return: true for 1..HKV_NAME_MAX letters, digits, '.', '_' and '-', not
+ * starting with '.'.
+ */
+bool named_name_ok(const char *name)
+{
+	size_t i;
+
+	if (!name || !name[0] || name[0] == '.')
+		return false;
+	for (i = 0; name[i]; i++) {
+		char c = name[i];
+
+		if (i >= HKV_NAME_MAX)
+			return false;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
 	return true;
 }
 

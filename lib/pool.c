@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * pool.c - pool life cycle (options from opts.c, arena, lanes, residency)
- * and the single-lane entry points: hkv_alloc(), the lane range, free pages,
- * page addresses and regions. Calls that span lanes are in multi.c.
+ * pool.c - the top layer: pool life cycle (create: options from opts.c,
+ * arena, lanes, residency, a named pool's files from named.c, the stats
+ * page; attach; destroy) and the single-lane entry points: hkv_alloc(),
+ * the lane range, free pages, page addresses and regions. Calls that span
+ * lanes are in multi.c.
  */
 #include "lane_one.h"
 
 static uint64_t pool_ids;
 
-/* a new pool's id (named.c: an attached handle's too) */
-uint64_t pool_next_id(void)
+/* a new pool's id (an attached handle's too) */
+static uint64_t pool_next_id(void)
 {
 	return __atomic_add_fetch(&pool_ids, 1, __ATOMIC_RELAXED);
 }
@@ -59,7 +61,7 @@ static void lanes_destroy(struct hkv_pool *pool)
  *
  * Return: 0, or -errno with nothing left.
  */
-int pool_build(struct hkv_pool *pool)
+static int pool_build(struct hkv_pool *pool)
 {
 	int err = lanes_create(pool);
 
@@ -106,8 +108,13 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 	/* boundaries sit at multiples of the chunk: none inside the pool, none at all */
 	if (pool->chunk_pages >= pool->npages)
 		pool->chunk_pages = 0;
-	if (pool->opts.name) {		/* in its files (named.c) */
-		err = named_create(pool);
+	if (pool->opts.name) {		/* built in its files (named.c) */
+		struct named_create_ctx *c;
+
+		err = named_create(pool, &c);
+		if (err)
+			goto free_pool;
+		err = named_create_finish(pool, c, pool_build(pool));
 		if (err)
 			goto free_pool;
 		*out = pool;
@@ -133,6 +140,27 @@ free_pool:
 	free(pool->label);
 	free(pool);
 	return err;
+}
+
+HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **out)
+{
+	struct hkv_pool *pool;
+	int err;
+
+	if (!out || flags || !named_name_ok(name))
+		return -EINVAL;
+	pool = calloc(1, sizeof(*pool));
+	if (!pool)
+		return -ENOMEM;
+	pool->id = pool_next_id();
+	pool->fork_gen = fork_generation();
+	err = named_attach(pool, name);
+	if (err) {
+		free(pool);
+		return err;
+	}
+	*out = pool;
+	return 0;
 }
 
 /* In a child of the creating process the arena is not there (DONTFORK) and

@@ -30,6 +30,9 @@ void tm_run_in_child(int (*fn)(void *), void *arg);
 long long tm_smaps_page_size(const void *addr, size_t len);
 /* number of VMAs of this process with KernelPageSize == kb kB */
 unsigned tm_smaps_vmas(unsigned long kb);
+/* kB of this process's VMAs with KernelPageSize == kb kB: for hugetlb, its
+ * pages whether faulted or only reserved, immune to other processes */
+uint64_t tm_smaps_mapped_kb(unsigned long kb);
 /* entries of /proc/self/fd (a leaked memfd holds its hugepages unmapped) */
 unsigned tm_open_fds(void);
 /* node the page at addr is on (move_pages), or -errno */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * test_arena.c - memory pools on real memory: 2 MiB hugetlb pools checked
- * against the kernel's own accounting (HugePages_Free/Rsvd, smaps
- * KernelPageSize, move_pages), every page written and read back, the arena
+ * against the kernel's own accounting of this process (HugetlbPages, smaps
+ * KernelPageSize and mapped size, open files, move_pages: other processes
+ * taking hugepages meanwhile move none of them), every page written and
+ * read back, the arena
  * rounded up when page_bytes does not divide the hugepage, THP and 4 KiB
  * pools, strict 1 GiB on a machine without 1 GiB pages (hidden through the
  * os table: a clean error) and AUTO landing on 2 MiB (reported), a small
@@ -39,42 +41,33 @@ static struct hkv_pool_opts opts(uint64_t npages, uint64_t page_bytes, int backi
 }
 
 /*
- * Create a pool whose creation takes exactly want_drop free hugepages.
- * Other engineers' tests may share the hugepage pool during development:
- * when the drop is off, destroy and try again (three tries in all); CI runs
- * tests one at a time, so there the first try is exact.
+ * Create a pool whose creation faults exactly want_drop hugepages in and
+ * maps want_map (reserved, faulted or not). Counted in this process only:
+ * the machine-wide HugePages_Free moves whenever another process takes or
+ * gives back hugepages.
  */
-static struct hkv_pool *create_counted(const struct hkv_pool_opts *o, uint64_t want_drop)
+static struct hkv_pool *create_counted(const struct hkv_pool_opts *o, uint64_t want_drop,
+				       uint64_t want_map)
 {
+	uint64_t own = tm_hugetlb_kb(), mapped = tm_smaps_mapped_kb(HP >> 10);
 	struct hkv_pool *p = NULL;
-	int attempt;
 
-	for (attempt = 0; attempt < 3; attempt++) {
-		uint64_t before = tm_meminfo("HugePages_Free"), after, own = tm_hugetlb_kb();
-
-		assert_int_equal(hkv_pool_create(o, &p), 0);
-		after = tm_meminfo("HugePages_Free");
-		/* this process's own count is exact whatever others do */
-		assert_int_equal(tm_hugetlb_kb() - own, want_drop * (HP >> 10));
-		if (before - after == want_drop)
-			return p;
-		print_message("HugePages_Free fell by %lld, expected %llu (others using "
-			      "hugepages?); retrying\n", (long long)(before - after),
-			      (unsigned long long)want_drop);
-		if (attempt < 2)
-			hkv_pool_destroy(p);
-	}
-	fail_msg("HugePages_Free did not fall by exactly %llu pages", (unsigned long long)want_drop);
+	assert_int_equal(hkv_pool_create(o, &p), 0);
+	assert_int_equal(tm_hugetlb_kb() - own, want_drop * (HP >> 10));
+	assert_int_equal(tm_smaps_mapped_kb(HP >> 10) - mapped, want_map * (HP >> 10));
 	return p;
 }
 
+/* destroy gives back all want_rise hugepages: no mapping, no file kept */
 static void destroy_counted(struct hkv_pool *p, uint64_t want_rise)
 {
-	uint64_t before = tm_meminfo("HugePages_Free");
+	uint64_t mapped = tm_smaps_mapped_kb(HP >> 10);
+	unsigned fds = tm_open_fds();
 
 	hkv_pool_destroy(p);
 	assert_int_equal(tm_hugetlb_kb(), 0);
-	assert_int_equal(tm_meminfo("HugePages_Free") - before, want_rise);
+	assert_int_equal(mapped - tm_smaps_mapped_kb(HP >> 10), want_rise * (HP >> 10));
+	assert_int_equal(tm_open_fds(), fds);
 }
 
 /* a strict 2 MiB pool of 256 hugepages, checked against the kernel */
@@ -93,7 +86,7 @@ static void t_huge_2m(void **state)
 	(void)state;
 	tm_require_hugepages(256);
 	tm_log_capture(&lg);
-	p = create_counted(&o, 256);
+	p = create_counted(&o, 256, 256);
 	tm_log_capture(NULL);
 	assert_int_equal(lg.warn + lg.err, 0);		/* got what it asked for */
 	assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
@@ -144,7 +137,7 @@ static void t_round_up(void **state)
 
 	(void)state;
 	tm_require_hugepages(arena / HP);
-	p = create_counted(&o, arena / HP);
+	p = create_counted(&o, arena / HP, arena / HP);
 	st = tp_stats(p);
 	assert_int_equal(st.arena_bytes, arena);
 	assert_int_equal(st.arena_round_up_bytes, arena - npages * pb);
@@ -168,36 +161,24 @@ static void hide_1g(void)
 static void t_strict_1g_absent(void **state)
 {
 	struct hkv_pool_opts o = opts(16, KV_PAGE, HKV_BACKING_HUGE_1G, HKV_POOL_STRICT);
-	int attempt;
+	/* this process's own hugetlb pages, mappings and open files (a kept
+	 * memfd holds its pages with no mapping): exact whatever others do */
+	uint64_t own = tm_hugetlb_kb();
+	unsigned vmas = tm_smaps_vmas(2048) + tm_smaps_vmas(1 << 20), fds = tm_open_fds();
+	struct hkv_pool *p = NULL;
+	struct tm_log lg;
 
 	(void)state;
 	hide_1g();
-	/* the kernel's counts are system-wide: another process taking or
-	 * giving back hugepages meanwhile moves them, so a try whose counts
-	 * moved is tried again (three tries); this process's own hugetlb
-	 * pages, mappings and open files (a kept memfd holds its pages with
-	 * no mapping) are exact whatever others do */
-	for (attempt = 0; attempt < 3; attempt++) {
-		uint64_t fr = tm_meminfo("HugePages_Free"), rs = tm_meminfo("HugePages_Rsvd");
-		uint64_t own = tm_hugetlb_kb();
-		unsigned vmas = tm_smaps_vmas(2048) + tm_smaps_vmas(1 << 20), fds = tm_open_fds();
-		struct hkv_pool *p = NULL;
-		struct tm_log lg;
-
-		tm_log_capture(&lg);
-		assert_int_equal(hkv_pool_create(&o, &p), -ENOMEM);
-		tm_log_capture(NULL);
-		assert_null(p);
-		assert_true(tm_log_has(&lg, "offers no such pages"));
-		assert_int_equal(tm_hugetlb_kb(), own);
-		assert_int_equal(tm_smaps_vmas(2048) + tm_smaps_vmas(1 << 20), vmas);
-		assert_int_equal(tm_open_fds(), fds);
-		if (tm_meminfo("HugePages_Free") == fr && tm_meminfo("HugePages_Rsvd") == rs)
-			break;
-		print_message("HugePages_Free/Rsvd moved (others using hugepages?); retrying\n");
-	}
+	tm_log_capture(&lg);
+	assert_int_equal(hkv_pool_create(&o, &p), -ENOMEM);
+	tm_log_capture(NULL);
+	assert_null(p);
+	assert_true(tm_log_has(&lg, "offers no such pages"));
+	assert_int_equal(tm_hugetlb_kb(), own);
+	assert_int_equal(tm_smaps_vmas(2048) + tm_smaps_vmas(1 << 20), vmas);
+	assert_int_equal(tm_open_fds(), fds);
 	tm_reset();
-	assert_true(attempt < 3);
 	assert_true(strlen(hkv_strerror(-ENOMEM)) > 10);
 }
 
@@ -215,7 +196,7 @@ static void t_auto_lands_2m(void **state)
 	tm_require_hugepages(512);
 	hide_1g();
 	tm_log_capture(&lg);
-	p = create_counted(&o, 512);
+	p = create_counted(&o, 512, 512);
 	tm_log_capture(NULL);
 	tm_reset();
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
@@ -256,7 +237,7 @@ static void t_small_auto(void **state)
 
 	(void)state;
 	tm_require_hugepages(8);
-	p = create_counted(&o, 8);
+	p = create_counted(&o, 8, 8);
 	assert_int_equal(free_1g(), g1);	/* whatever this machine offers */
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.hugepage_bytes, HP);
@@ -270,11 +251,11 @@ static void t_small_auto(void **state)
 	destroy_counted(p, 8);
 }
 
-/* in a child: a strict pool one hugepage larger than what is free */
+/* in a child: a strict pool one hugepage larger than the hugepage pool */
 static int child_too_big(void *arg)
 {
-	uint64_t fr = tm_meminfo("HugePages_Free"), rs = tm_meminfo("HugePages_Rsvd");
-	uint64_t hp = fr - rs + 1;
+	/* more than the whole hugepage pool: no other process's frees make it fit */
+	uint64_t hp = tm_meminfo("HugePages_Total") + 1;
 	struct hkv_pool_opts o = opts(hp * (HP / KV_PAGE), KV_PAGE, HKV_BACKING_HUGE_2M,
 				      HKV_POOL_STRICT);
 	struct hkv_pool *p = NULL;
@@ -285,10 +266,8 @@ static int child_too_big(void *arg)
 	ret = hkv_pool_create(&o, &p);
 	if (ret != -ENOMEM || p)
 		return 10;
-	if (tm_meminfo("HugePages_Free") != fr || tm_meminfo("HugePages_Rsvd") != rs)
+	if (tm_hugetlb_kb() || tm_smaps_vmas(2048))	/* nothing kept (this process's) */
 		return 11;
-	if (tm_smaps_vmas(2048))
-		return 12;
 	return 0;
 }
 
@@ -299,24 +278,22 @@ static void t_strict_too_big(void **state)
 	tm_run_in_child(child_too_big, NULL);
 }
 
-/* NO_PREFAULT: pages reserved at mmap (Rsvd), faulted later, node unknown */
+/* NO_PREFAULT: pages reserved at mmap (mapped), faulted later, node unknown */
 static void t_no_prefault(void **state)
 {
 	struct hkv_pool_opts o = opts(1024, KV_PAGE, HKV_BACKING_HUGE_2M,
 				      HKV_POOL_STRICT | HKV_POOL_NO_PREFAULT);
-	uint64_t rs = tm_meminfo("HugePages_Rsvd");
 	struct hkv_region r;
 	struct hkv_pool *p;
 
 	(void)state;
 	tm_require_hugepages(32);
-	p = create_counted(&o, 0);
-	assert_int_equal(tm_meminfo("HugePages_Rsvd") - rs, 32);
+	p = create_counted(&o, 0, 32);
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.node, -1);
 	assert_int_equal(tp_stats(p).prefault_ns, 0);
 	tm_check_pages(p, 1024, KV_PAGE);	/* reserved: touching cannot SIGBUS */
-	assert_int_equal(tm_meminfo("HugePages_Rsvd"), rs);
+	assert_int_equal(tm_hugetlb_kb(), 32 * (HP >> 10));	/* all faulted now */
 	destroy_counted(p, 32);
 }
 
@@ -371,7 +348,7 @@ static void t_plan_matches(void **state)
 	assert_int_equal(pl.node[0].first_page, 0);
 	assert_int_equal(pl.node[0].npages, 2048);
 	assert_true(pl.memlock_limit > 0);
-	p = create_counted(&o, 64);
+	p = create_counted(&o, 64, 64);
 	assert_int_equal(hkv_regions(p, &r, 1), 1);
 	assert_int_equal(r.hugepage_bytes, pl.node[0].hugepage_bytes);
 	assert_int_equal(r.bytes, pl.node[0].bytes);

@@ -149,6 +149,24 @@ unsigned tm_smaps_vmas(unsigned long kb)
 	return c.n;
 }
 
+uint64_t tm_smaps_mapped_kb(unsigned long kb)
+{
+	char line[512];
+	unsigned long size = 0, pg;
+	uint64_t sum = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Size: %lu kB", &size) == 1)
+			continue;	/* the VMA's first field after its range */
+		if (sscanf(line, "KernelPageSize: %lu kB", &pg) == 1 && pg == kb)
+			sum += size;
+	}
+	fclose(f);
+	return sum;
+}
+
 unsigned tm_open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
