@@ -567,6 +567,7 @@ int named_create(struct hkv_pool *pool)
 		h->name, (unsigned long long)h->npages, (unsigned long long)h->page_bytes,
 		hkv_backing_name(h->backing));
 	free(c);
+	statpage_start(pool);	/* this process's page of the pool */
 	return 0;
 
 undo:
@@ -679,6 +680,7 @@ HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **
 	pool->arena = nm->arena;
 	pool->named = nm;
 	pthread_mutex_init(&pool->slots_lock, NULL);
+	statpage_start(pool);	/* this process's page of the pool */
 	*out = pool;
 	return 0;
 

@@ -73,6 +73,7 @@ static void json_page(struct json *j, const struct ctl_page *p, uint64_t now)
 	json_str(j, "label", p->pg.label);
 	json_str(j, "name", p->pg.name);
 	json_i64(j, "pid", p->pg.pid);
+	json_ints(j, "pids", p->pids, p->npids);
 	json_u64(j, "pool_id", p->pg.pool_id);
 	json_bool(j, "stale", p->pg.flags & HKV_PAGE_STALE);
 	json_str(j, "file", p->file);

@@ -21,6 +21,10 @@ struct ctl_page {
 	struct hkv_page pg;
 	char file[NAME_MAX + 1];	/* in the directory */
 	char key[HKV_PAGE_NAME_MAX];	/* the pool label of metrics: name or PID.ID */
+	/* the live processes that publish the pool's pages: a named pool's
+	 * attached processes each publish one, merged into one entry here */
+	int pids[HKV_NAMED_SLOTS];
+	unsigned npids;
 };
 
 struct ctl_pages {
