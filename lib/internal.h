@@ -115,6 +115,9 @@ struct os_ops {
 	ssize_t (*pread)(int fd, void *buf, size_t len, uint64_t off);
 	int (*unlink)(const char *path);
 	int (*flock)(int fd, int op);			/* LOCK_* */
+	/* the calling thread's NUMA policy (named.c: a memory file's pages) */
+	int (*get_mempolicy)(int *mode, unsigned long *nodemask, unsigned long maxnode);
+	int (*set_mempolicy)(int mode, const unsigned long *nodemask, unsigned long maxnode);
 };
 extern const struct os_ops os_default_ops;
 extern const struct os_ops *os;		/* what the library calls */

@@ -14,6 +14,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <numaif.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -396,6 +397,55 @@ static void named_unmap(struct named *nm, struct named_hdr *h, uint64_t mem_len)
 	free(nm);
 }
 
+#define NODE_BITS	(8 * sizeof(unsigned long))
+#define NODE_WORDS	(HKV_MAX_NODES / NODE_BITS + 1)
+
+/* is @node one the pool may bind to: -1 (any), or a node with memory */
+static int node_check(const char *name, int node)
+{
+	long long bytes;
+
+	if (node < 0)
+		return 0;
+	bytes = os->numa_available() < 0 ? (node ? -ENOENT : 1) :
+		node < HKV_MAX_NODES ? os->node_size(node) : -ENOENT;
+	if (bytes > 0)
+		return 0;
+	hkv_log(HKV_LOG_ERR, "named pool %s: numa_node %d has no memory or does not exist",
+		name, node);
+	return -EINVAL;
+}
+
+/*
+ * fallocate() the memory file with its pages on @node (-1: where the
+ * kernel puts them). hugetlbfs and tmpfs allocate a fallocate()'s pages by
+ * the calling thread's policy (a mapping's mbind() would not reach a
+ * hugetlbfs fallocate), so the thread is bound to the node around it and
+ * its own policy restored after.
+ */
+static int mem_fallocate(int fd, uint64_t len, int node)
+{
+	unsigned long mask[NODE_WORDS] = { 0 }, old[NODE_WORDS] = { 0 };
+	int mode = MPOL_DEFAULT, err, err2;
+
+	if (node < 0 || os->numa_available() < 0)
+		return os->fallocate(fd, 0, len);
+	err = os->get_mempolicy(&mode, old, NODE_WORDS * NODE_BITS);
+	if (err)
+		return err;
+	mask[node / NODE_BITS] |= 1ul << (node % NODE_BITS);
+	err = os->set_mempolicy(MPOL_BIND, mask, NODE_WORDS * NODE_BITS);
+	if (err)
+		return err;
+	err = os->fallocate(fd, 0, len);
+	err2 = os->set_mempolicy(mode, mode == MPOL_DEFAULT ? NULL : old,
+				 mode == MPOL_DEFAULT ? 0 : NODE_WORDS * NODE_BITS);
+	if (err2)
+		hkv_log(HKV_LOG_WARN, "named pool: the thread's NUMA policy not restored: %s",
+			strerror(-err2));
+	return err;
+}
+
 struct create_ctx {
 	char meta[PATH_MAX], mem[PATH_MAX];
 	int backing;
@@ -416,7 +466,9 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct create_c
 		return err;
 	c->meta_len = HKV_ROUND_UP(NAMED_META_MIN + NAMED_META_PER_PAGE * o->npages, HKV_PGSZ_2M);
 	if (o->page_bytes) {
-		err = mem_place(o, dir, sizeof(dir), &c->backing, &c->pgsz);
+		err = node_check(o->name, o->numa_node);
+		if (!err)
+			err = mem_place(o, dir, sizeof(dir), &c->backing, &c->pgsz);
 		if (err)
 			return err;
 		if ((size_t)snprintf(c->mem, sizeof(c->mem), "%s/hugekv.%s.mem", dir, o->name) >=
@@ -437,7 +489,7 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct create_c
 		if (nm->mem_fd < 0)
 			return nm->mem_fd == -ELOOP ? -EEXIST : nm->mem_fd;
 		/* the pages now, not at a fault: never a SIGBUS later */
-		err = os->fallocate(nm->mem_fd, 0, c->mem_len);
+		err = mem_fallocate(nm->mem_fd, c->mem_len, o->numa_node);
 		if (err)
 			return err == -ENOSPC ? -ENOMEM : err;
 	}

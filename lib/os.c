@@ -199,6 +199,16 @@ static int os_flock(int fd, int op)
 	return (int)neg_errno(flock(fd, op));
 }
 
+static int os_get_mempolicy(int *mode, unsigned long *nodemask, unsigned long maxnode)
+{
+	return (int)neg_errno(get_mempolicy(mode, nodemask, maxnode, NULL, 0));
+}
+
+static int os_set_mempolicy(int mode, const unsigned long *nodemask, unsigned long maxnode)
+{
+	return (int)neg_errno(set_mempolicy(mode, nodemask, maxnode));
+}
+
 const struct os_ops os_default_ops = {
 	.mmap = os_mmap,
 	.munmap = os_munmap,
@@ -227,6 +237,8 @@ const struct os_ops os_default_ops = {
 	.pread = os_pread,
 	.unlink = os_unlink,
 	.flock = os_flock,
+	.get_mempolicy = os_get_mempolicy,
+	.set_mempolicy = os_set_mempolicy,
 };
 
 const struct os_ops *os = &os_default_ops;
