@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -55,5 +56,8 @@ static inline uint64_t ctl_realtime_ns(void)
 /* metrics.c: every page's metrics on @f; @om: OpenMetrics 1.0 (else the
  * Prometheus text format 0.0.4, which node_exporter's textfile reads) */
 void ctl_metrics_write(FILE *f, const struct ctl_pages *set, bool om);
+
+/* http.c: serve /metrics on [ADDR:]PORT until *stop (hkvctl metrics --listen) */
+int ctl_http_serve(const char *spec, const char *dir, volatile sig_atomic_t *stop);
 
 #endif /* HKVCTL_PAGES_H */
