@@ -39,7 +39,6 @@ static const bool named_hints = true;
 #endif
 #define NAMED_META_MIN		(64ull << 20)
 #define NAMED_META_PER_PAGE	512	/* bytes of heap per page, sparse */
-#define MOUNTS_MAX		(256 << 10)
 
 /**
  * named_name_ok() - is @name a valid pool name?
@@ -81,40 +80,27 @@ static int meta_path(const char *name, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* writable hugetlbfs with pages of *pgsz (no pagesize=: the default 2M) */
+static bool hugetlbfs_of(const char *type, const char *opts, void *pgsz)
+{
+	const char *ps = strstr(opts, "pagesize=");
+	uint64_t size = HKV_PGSZ_2M;
+	unsigned long long v = 0;
+	char unit = 0;
+
+	if (strcmp(type, "hugetlbfs") || !strstr(opts, "rw"))
+		return false;
+	if (ps) {
+		sscanf(ps + 9, "%llu%c", &v, &unit);
+		size = v << (unit == 'G' ? 30 : unit == 'M' ? 20 : unit == 'K' ? 10 : 0);
+	}
+	return size == *(uint64_t *)pgsz;
+}
+
 /* a hugetlbfs mount with pages of pgsz, from /proc/self/mounts */
 static int find_hugetlbfs(uint64_t pgsz, char *out, size_t len)
 {
-	char *buf = malloc(MOUNTS_MAX), *line, *save = NULL;
-	ssize_t n;
-	int ret = -ENOENT;
-
-	if (!buf)
-		return -ENOMEM;
-	n = os_read_file("/proc/self/mounts", buf, MOUNTS_MAX);
-	for (line = n > 0 ? strtok_r(buf, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char dir[PATH_MAX], type[32], opts[512], *ps;
-		uint64_t size = HKV_PGSZ_2M;	/* the default hugepage size */
-
-		if (sscanf(line, "%*s %4095s %31s %511s", dir, type, opts) != 3 ||
-		    strcmp(type, "hugetlbfs") || !strstr(opts, "rw"))
-			continue;
-		ps = strstr(opts, "pagesize=");
-		if (ps) {
-			char unit = 0;
-			unsigned long long v = 0;
-
-			sscanf(ps + 9, "%llu%c", &v, &unit);
-			size = v << (unit == 'G' ? 30 : unit == 'M' ? 20 : unit == 'K' ? 10 : 0);
-		}
-		if (size == pgsz && strlen(dir) < len) {
-			snprintf(out, len, "%s", dir);
-			ret = 0;
-			break;
-		}
-	}
-	free(buf);
-	return n < 0 ? (int)n : ret;
+	return os_find_mount(hugetlbfs_of, &pgsz, out, len);
 }
 
 /* the memory file's directory and page size for the options' backing:

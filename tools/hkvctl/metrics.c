@@ -160,13 +160,10 @@ static int textfile_loop(const struct mopts *o)
 static int parse(int argc, char **argv, struct mopts *o)
 {
 	static const struct option lo[] = {
-		{ "dir", required_argument, NULL, 'd' },
+		CTL_PAGES_OPTIONS,
 		{ "format", required_argument, NULL, 'f' },
 		{ "textfile", required_argument, NULL, 't' },
-		{ "interval", required_argument, NULL, 'i' },
 		{ "listen", required_argument, NULL, 'l' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;

@@ -40,6 +40,14 @@ struct ctl_states {
 	uint64_t free, allocated, cached, pinned;
 };
 
+/* the getopt_long() entries of the options the page readers (hkvctl
+ * metrics and top) share: --dir DIR, --interval, --json, --help */
+#define CTL_PAGES_OPTIONS \
+	{ "dir", required_argument, NULL, 'd' }, \
+	{ "interval", required_argument, NULL, 'i' }, \
+	{ "json", no_argument, NULL, 'j' }, \
+	{ "help", no_argument, NULL, 'h' }
+
 int ctl_pages_read(const char *dir, struct ctl_pages *set);
 void ctl_pages_free(struct ctl_pages *set);
 void ctl_page_figures(const struct hkv_stats *st, struct ctl_states *f);

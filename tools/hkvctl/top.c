@@ -379,11 +379,8 @@ struct topts {
 static int top_parse(int argc, char **argv, struct topts *o)
 {
 	static const struct option lo[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "interval", required_argument, NULL, 'i' },
+		CTL_PAGES_OPTIONS,
 		{ "once", no_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
