@@ -3,7 +3,9 @@
  * statpage.c - a pool's stats page: one small file per pool under the
  * runtime directory (hkv_page_dir()), mode 0600, that another process (an
  * exporter, hkvctl top) reads without entering the serving process and
- * without root.
+ * without root. A named pool has one per attached process (its create or
+ * attach starts it): each page one writer, stale on its own; readers
+ * report a name's pages as one pool.
  *
  * Layout: a header written once (who publishes: pid and the process's start
  * time, pool id, name, label), a sequence count, then the figures: the
