@@ -15,39 +15,22 @@
 
 #include "internal.h"
 
-#define MOUNTS_MAX	(64 << 10)
-
 struct cg_hier {
 	char dir[PATH_MAX];	/* the process's hugetlb cgroup directory */
 	size_t root_len;	/* length of the mount point inside dir */
 	bool v2;
 };
 
-/* the mount point of the hugetlb hierarchy (v1) or of cgroup2 */
+/* the hugetlb hierarchy (v1) or cgroup2 */
+static bool cg_mount(const char *type, const char *opts, void *v2)
+{
+	return *(bool *)v2 ? !strcmp(type, "cgroup2") :
+			     !strcmp(type, "cgroup") && strstr(opts, "hugetlb");
+}
+
 static int find_mount(bool v2, char *out, size_t len)
 {
-	char *buf = malloc(MOUNTS_MAX), *line, *save = NULL;
-	ssize_t n;
-	int ret = -ENOENT;
-
-	if (!buf)
-		return -ENOMEM;
-	n = os_read_file("/proc/self/mounts", buf, MOUNTS_MAX);
-	for (line = n > 0 ? strtok_r(buf, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char dir[PATH_MAX], type[32], opts[512];
-
-		if (sscanf(line, "%*s %4095s %31s %511s", dir, type, opts) != 3)
-			continue;
-		if (v2 ? !strcmp(type, "cgroup2") :
-			 !strcmp(type, "cgroup") && strstr(opts, "hugetlb")) {
-			snprintf(out, len, "%s", dir);
-			ret = 0;
-			break;
-		}
-	}
-	free(buf);
-	return n < 0 ? (int)n : ret;
+	return os_find_mount(cg_mount, &v2, out, len);
 }
 
 /* the process's cgroup in the hugetlb hierarchy (v1 first, then v2) */

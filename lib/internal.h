@@ -128,6 +128,9 @@ struct os_ops {
 	ssize_t (*pread)(int fd, void *buf, size_t len, uint64_t off);
 	int (*unlink)(const char *path);
 	int (*flock)(int fd, int op);			/* LOCK_* */
+	/* the calling thread's NUMA policy (named.c: a memory file's pages) */
+	int (*get_mempolicy)(int *mode, unsigned long *nodemask, unsigned long maxnode);
+	int (*set_mempolicy)(int mode, const unsigned long *nodemask, unsigned long maxnode);
 };
 extern const struct os_ops os_default_ops;
 extern const struct os_ops *os;		/* what the library calls */
@@ -135,6 +138,9 @@ extern const struct os_ops *os;		/* what the library calls */
 void os_set_ops(const struct os_ops *ops);
 /* read a small file (sysfs/procfs) into buf, NUL-terminated; bytes or -errno */
 ssize_t os_read_file(const char *path, char *buf, size_t len);
+/* the first mount of /proc/self/mounts @match takes: its mount point in out */
+int os_find_mount(bool (*match)(const char *type, const char *opts, void *arg), void *arg,
+		  char *out, size_t len);
 /* read an unsigned decimal from a file; 0 or -errno */
 int os_read_u64(const char *path, uint64_t *out);
 

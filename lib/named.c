@@ -14,6 +14,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <numaif.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -38,7 +39,6 @@ static const bool named_hints = true;
 #endif
 #define NAMED_META_MIN		(64ull << 20)
 #define NAMED_META_PER_PAGE	512	/* bytes of heap per page, sparse */
-#define MOUNTS_MAX		(256 << 10)
 
 /* the directory of the bookkeeping files (and of tmpfs memory files) */
 static const char *named_dir(void)
@@ -55,40 +55,27 @@ static int meta_path(const char *name, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* writable hugetlbfs with pages of *pgsz (no pagesize=: the default 2M) */
+static bool hugetlbfs_of(const char *type, const char *opts, void *pgsz)
+{
+	const char *ps = strstr(opts, "pagesize=");
+	uint64_t size = HKV_PGSZ_2M;
+	unsigned long long v = 0;
+	char unit = 0;
+
+	if (strcmp(type, "hugetlbfs") || !strstr(opts, "rw"))
+		return false;
+	if (ps) {
+		sscanf(ps + 9, "%llu%c", &v, &unit);
+		size = v << (unit == 'G' ? 30 : unit == 'M' ? 20 : unit == 'K' ? 10 : 0);
+	}
+	return size == *(uint64_t *)pgsz;
+}
+
 /* a hugetlbfs mount with pages of pgsz, from /proc/self/mounts */
 static int find_hugetlbfs(uint64_t pgsz, char *out, size_t len)
 {
-	char *buf = malloc(MOUNTS_MAX), *line, *save = NULL;
-	ssize_t n;
-	int ret = -ENOENT;
-
-	if (!buf)
-		return -ENOMEM;
-	n = os_read_file("/proc/self/mounts", buf, MOUNTS_MAX);
-	for (line = n > 0 ? strtok_r(buf, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char dir[PATH_MAX], type[32], opts[512], *ps;
-		uint64_t size = HKV_PGSZ_2M;	/* the default hugepage size */
-
-		if (sscanf(line, "%*s %4095s %31s %511s", dir, type, opts) != 3 ||
-		    strcmp(type, "hugetlbfs") || !strstr(opts, "rw"))
-			continue;
-		ps = strstr(opts, "pagesize=");
-		if (ps) {
-			char unit = 0;
-			unsigned long long v = 0;
-
-			sscanf(ps + 9, "%llu%c", &v, &unit);
-			size = v << (unit == 'G' ? 30 : unit == 'M' ? 20 : unit == 'K' ? 10 : 0);
-		}
-		if (size == pgsz && strlen(dir) < len) {
-			snprintf(out, len, "%s", dir);
-			ret = 0;
-			break;
-		}
-	}
-	free(buf);
-	return n < 0 ? (int)n : ret;
+	return os_find_mount(hugetlbfs_of, &pgsz, out, len);
 }
 
 /* the memory file's directory and page size for the options' backing:
@@ -335,6 +322,55 @@ static void named_unmap(struct named *nm, struct named_hdr *h, uint64_t mem_len)
 	free(nm);
 }
 
+#define NODE_BITS	(8 * sizeof(unsigned long))
+#define NODE_WORDS	(HKV_MAX_NODES / NODE_BITS + 1)
+
+/* is @node one the pool may bind to: -1 (any), or a node with memory */
+static int node_check(const char *name, int node)
+{
+	long long bytes;
+
+	if (node < 0)
+		return 0;
+	bytes = os->numa_available() < 0 ? (node ? -ENOENT : 1) :
+		node < HKV_MAX_NODES ? os->node_size(node) : -ENOENT;
+	if (bytes > 0)
+		return 0;
+	hkv_log(HKV_LOG_ERR, "named pool %s: numa_node %d has no memory or does not exist",
+		name, node);
+	return -EINVAL;
+}
+
+/*
+ * fallocate() the memory file with its pages on @node (-1: where the
+ * kernel puts them). hugetlbfs and tmpfs allocate a fallocate()'s pages by
+ * the calling thread's policy (a mapping's mbind() would not reach a
+ * hugetlbfs fallocate), so the thread is bound to the node around it and
+ * its own policy restored after.
+ */
+static int mem_fallocate(int fd, uint64_t len, int node)
+{
+	unsigned long mask[NODE_WORDS] = { 0 }, old[NODE_WORDS] = { 0 };
+	int mode = MPOL_DEFAULT, err, err2;
+
+	if (node < 0 || os->numa_available() < 0)
+		return os->fallocate(fd, 0, len);
+	err = os->get_mempolicy(&mode, old, NODE_WORDS * NODE_BITS);
+	if (err)
+		return err;
+	mask[node / NODE_BITS] |= 1ul << (node % NODE_BITS);
+	err = os->set_mempolicy(MPOL_BIND, mask, NODE_WORDS * NODE_BITS);
+	if (err)
+		return err;
+	err = os->fallocate(fd, 0, len);
+	err2 = os->set_mempolicy(mode, mode == MPOL_DEFAULT ? NULL : old,
+				 mode == MPOL_DEFAULT ? 0 : NODE_WORDS * NODE_BITS);
+	if (err2)
+		hkv_log(HKV_LOG_WARN, "named pool: the thread's NUMA policy not restored: %s",
+			strerror(-err2));
+	return err;
+}
+
 struct named_create_ctx {
 	char meta[PATH_MAX], mem[PATH_MAX];
 	int backing;
@@ -357,7 +393,9 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct named_cr
 		return err;
 	c->meta_len = HKV_ROUND_UP(NAMED_META_MIN + NAMED_META_PER_PAGE * o->npages, HKV_PGSZ_2M);
 	if (o->page_bytes) {
-		err = mem_place(o, dir, sizeof(dir), &c->backing, &c->pgsz);
+		err = node_check(o->name, o->numa_node);
+		if (!err)
+			err = mem_place(o, dir, sizeof(dir), &c->backing, &c->pgsz);
 		if (err)
 			return err;
 		if ((size_t)snprintf(c->mem, sizeof(c->mem), "%s/hugekv.%s.mem", dir, o->name) >=
@@ -378,7 +416,7 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct named_cr
 		if (nm->mem_fd < 0)
 			return nm->mem_fd == -ELOOP ? -EEXIST : nm->mem_fd;
 		/* the pages now, not at a fault: never a SIGBUS later */
-		err = os->fallocate(nm->mem_fd, 0, c->mem_len);
+		err = mem_fallocate(nm->mem_fd, c->mem_len, o->numa_node);
 		if (err)
 			return err == -ENOSPC ? -ENOMEM : err;
 	}

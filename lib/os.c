@@ -8,6 +8,7 @@
  * size) on success, -errno on failure; errno is never read above this file.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <numa.h>
 #include <numaif.h>
 #include <linux/futex.h>
@@ -16,11 +17,14 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+#define MOUNTS_MAX	(256 << 10)	/* bytes of /proc/self/mounts read */
 
 /* a system call's -1 + errno as -errno (EIO if errno was not set) */
 static long neg_errno(long ret)
@@ -199,6 +203,16 @@ static int os_flock(int fd, int op)
 	return (int)neg_errno(flock(fd, op));
 }
 
+static int os_get_mempolicy(int *mode, unsigned long *nodemask, unsigned long maxnode)
+{
+	return (int)neg_errno(get_mempolicy(mode, nodemask, maxnode, NULL, 0));
+}
+
+static int os_set_mempolicy(int mode, const unsigned long *nodemask, unsigned long maxnode)
+{
+	return (int)neg_errno(set_mempolicy(mode, nodemask, maxnode));
+}
+
 const struct os_ops os_default_ops = {
 	.mmap = os_mmap,
 	.munmap = os_munmap,
@@ -227,6 +241,8 @@ const struct os_ops os_default_ops = {
 	.pread = os_pread,
 	.unlink = os_unlink,
 	.flock = os_flock,
+	.get_mempolicy = os_get_mempolicy,
+	.set_mempolicy = os_set_mempolicy,
 };
 
 const struct os_ops *os = &os_default_ops;
@@ -240,6 +256,43 @@ const struct os_ops *os = &os_default_ops;
 void os_set_ops(const struct os_ops *ops)
 {
 	os = ops ? ops : &os_default_ops;
+}
+
+/**
+ * os_find_mount() - the first mount in /proc/self/mounts that @match takes
+ * @match: called with each mount's type and options (and @arg)
+ * @arg: passed to @match
+ * @out: receives the mount point (one that fits in @len)
+ * @len: room in @out
+ *
+ * The one reader of the mount table (cgroup.c: the hugetlb hierarchy;
+ * named.c: a hugetlbfs mount of a page size).
+ *
+ * Return: 0, -ENOENT (none taken), -ENOMEM, or -errno of the read.
+ */
+int os_find_mount(bool (*match)(const char *type, const char *opts, void *arg), void *arg,
+		  char *out, size_t len)
+{
+	char *buf = malloc(MOUNTS_MAX), *line, *save = NULL;
+	ssize_t n;
+	int ret = -ENOENT;
+
+	if (!buf)
+		return -ENOMEM;
+	n = os_read_file("/proc/self/mounts", buf, MOUNTS_MAX);
+	for (line = n > 0 ? strtok_r(buf, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char dir[PATH_MAX], type[32], opts[512];
+
+		if (sscanf(line, "%*s %4095s %31s %511s", dir, type, opts) != 3 ||
+		    strlen(dir) >= len || !match(type, opts, arg))
+			continue;
+		memcpy(out, dir, strlen(dir) + 1);
+		ret = 0;
+		break;
+	}
+	free(buf);
+	return n < 0 ? (int)n : ret;
 }
 
 /**

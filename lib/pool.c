@@ -117,6 +117,7 @@ HKV_API int hkv_pool_create(const struct hkv_pool_opts *opts, struct hkv_pool **
 		err = named_create_finish(pool, c, pool_build(pool));
 		if (err)
 			goto free_pool;
+		statpage_start(pool);	/* this process's page of the pool */
 		*out = pool;
 		return 0;
 	}
@@ -159,6 +160,7 @@ HKV_API int hkv_pool_attach(const char *name, unsigned flags, struct hkv_pool **
 		free(pool);
 		return err;
 	}
+	statpage_start(pool);	/* this process's page of the pool */
 	*out = pool;
 	return 0;
 }

@@ -3,7 +3,9 @@
  * statpage.c - a pool's stats page: one small file per pool under the
  * runtime directory (hkv_page_dir()), mode 0600, that another process (an
  * exporter, hkvctl top) reads without entering the serving process and
- * without root.
+ * without root. A named pool has one per attached process (its create or
+ * attach starts it): each page one writer, stale on its own; readers
+ * report a name's pages as one pool.
  *
  * Layout: a header written once (who publishes: pid and the process's start
  * time, pool id, name, label), a sequence count, then the figures: the
@@ -24,6 +26,7 @@
  * for the arena are not spent on it, and a page that cannot be made costs a
  * warning, never the pool.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -136,7 +139,9 @@ static int page_mkdir(const char *dir)
 	return 0;
 }
 
-/* name@ + pid + id for a private pool; a named pool's page carries its name */
+/* pool.PID.ID for a private pool; named.NAME.PID for a named one: every
+ * attached process publishes its own page of the shared pool, so that no
+ * two processes write one file and each page has one writer to go stale */
 static int page_file(const struct hkv_pool *pool, const char *dir, char *buf, size_t len)
 {
 	char name[HKV_PAGE_NAME_MAX];
@@ -148,7 +153,7 @@ static int page_file(const struct hkv_pool *pool, const char *dir, char *buf, si
 		for (i = 0; n[i] && i < sizeof(name) - 1; i++)	/* a file name, whatever it holds */
 			name[i] = (n[i] == '/' || (unsigned char)n[i] < 0x20) ? '_' : n[i];
 		name[i] = 0;
-		k = snprintf(buf, len, "%s/named.%s.page", dir, name);
+		k = snprintf(buf, len, "%s/named.%s.%d.page", dir, name, (int)getpid());
 	} else {
 		k = snprintf(buf, len, "%s/pool.%d.%llu.page", dir, (int)getpid(),
 			     (unsigned long long)pool->id);
@@ -172,8 +177,12 @@ static void page_header(struct page_hdr *h, const struct hkv_pool *pool, uint64_
 	h->free_room_high = pool->opts.free_room_high;
 	if (pool->opts.name)
 		snprintf(h->name, sizeof(h->name), "%s", pool->opts.name);
-	snprintf(h->label, sizeof(h->label), "%s", hkv_pool_label(pool));
+	/* a named pool's label defaults to its name (an attacher has none) */
+	snprintf(h->label, sizeof(h->label), "%s", hkv_pool_label(pool)[0] || !pool->opts.name ?
+		 hkv_pool_label(pool) : pool->opts.name);
 }
+
+static void page_sweep(const char *dir, const char *name);
 
 /* the file, made under a temporary name and renamed into place */
 static int page_map(struct statpage *pg, const struct hkv_pool *pool)
@@ -189,6 +198,8 @@ static int page_map(struct statpage *pg, const struct hkv_pool *pool)
 		err = page_file(pool, dir, pg->path, sizeof(pg->path));
 	if (err)
 		return err;
+	if (pool->opts.name)	/* pages of this pool's processes that died */
+		page_sweep(dir, pool->opts.name);
 	snprintf(tmp, sizeof(tmp), "%s.new", pg->path);
 	unlink(tmp);
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -523,4 +534,33 @@ HKV_API int hkv_page_read(const char *path, struct hkv_page *out)
 close_fd:
 	close(fd);
 	return err;
+}
+
+/* remove the stale pages of named pool @name (their processes are gone),
+ * so that a pool attached again after a crash is not reported stale */
+static void page_sweep(const char *dir, const char *name)
+{
+	char pre[HKV_PAGE_NAME_MAX + 8], path[PATH_MAX];
+	struct hkv_page *p = malloc(sizeof(*p));
+	struct dirent *de;
+	size_t pl, l;
+	DIR *d;
+
+	d = p ? opendir(dir) : NULL;
+	if (!d) {
+		free(p);
+		return;
+	}
+	pl = (size_t)snprintf(pre, sizeof(pre), "named.%s.", name);
+	while ((de = readdir(d))) {
+		l = strlen(de->d_name);
+		if (l <= pl + 5 || strncmp(de->d_name, pre, pl) || strcmp(de->d_name + l - 5, ".page") ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		p->sz = sizeof(*p);
+		if (!hkv_page_read(path, p) && (p->flags & HKV_PAGE_STALE) && !strcmp(p->name, name))
+			unlink(path);
+	}
+	closedir(d);
+	free(p);
 }

@@ -27,28 +27,20 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "hkv_test_named.h"
 #include "named.h"
 #include "res.h"
-
-static char dir[64];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/dev/shm/hkv-named-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	setenv("HUGEKV_NAMED_DIR", dir, 1);
-	return 0;
+	return tn_dir_setup("hkv-named");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return tn_dir_teardown();
 }
 
 static struct hkv_pool *mk(const char *name, uint64_t npages, uint64_t page_bytes,
@@ -261,7 +253,7 @@ static void test_index_only(void **state)
 
 static void path_of(const char *name, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/hugekv.%s.meta", dir, name);
+	snprintf(buf, len, "%s/hugekv.%s.meta", tn_dir, name);
 }
 
 static int child_attach_rc(void *arg)
@@ -391,7 +383,7 @@ static void test_hugetlbfs(void **state)
 	int rc;
 
 	(void)state;
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", tn_dir);
 	assert_int_equal(mkdir(mnt, 0700), 0);
 	if (mount("none", mnt, "hugetlbfs", 0, "pagesize=2M,mode=0700")) {
 		rmdir(mnt);

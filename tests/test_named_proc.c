@@ -30,31 +30,23 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "hkv_test_named.h"
 #include "named.h"
 #include "res.h"
 
 #define PG	4096
 #define MAGIC	0x6b766b766b766b76ull
 
-static char dir[64];
-
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/dev/shm/hkv-nproc-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	setenv("HUGEKV_NAMED_DIR", dir, 1);
-	return 0;
+	return tn_dir_setup("hkv-nproc");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return tn_dir_teardown();
 }
 
 static struct hkv_pool *mk(const char *name, uint64_t npages, unsigned nlanes, uint64_t chunk)

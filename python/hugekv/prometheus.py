@@ -12,6 +12,12 @@ at each scrape. ``host=True`` adds every pool on the host that publishes a
 stats page readable by this user (hkv_page_read(): the other processes are
 never entered); pages of processes that are gone give only
 hugekv_pool_stale 1. A pool read both ways is reported once.
+
+A named pool is pool="NAME" (its label defaults to the name). Every process
+attached to it publishes its own page of the shared figures; they are
+reported as one pool (the longest-running live publisher's page) with
+hugekv_pool_processes, the number of live publishers, and stale only when
+all of them are gone.
 """
 import ctypes
 import os
@@ -56,9 +62,10 @@ def _stats_dict(st):
 
 
 def host_pages(directory=None):
-    """Every readable stats page: a list of dicts (pool, label, pid, pool_id,
-    stale, published_ns, free_room, stats, xfer), and the count of pages
-    that could not be read."""
+    """Every readable stats page: a list of dicts (pool, name, label, pid,
+    pid_start, pids, pool_id, stale, published_ns, free_room, stats, xfer),
+    and the count of pages that could not be read. The pages of one named
+    pool (one per attached process) are one dict; pids: the live ones."""
     d = directory or page_dir()
     try:
         names = sorted(n for n in os.listdir(d) if n.endswith(".page") and not n.startswith("."))
@@ -77,7 +84,8 @@ def host_pages(directory=None):
         name = pg.name.decode(errors="replace")
         x = pg.xfer
         pages.append({
-            "pool": name or "%d.%d" % (pg.pid, pg.pool_id),
+            "pool": name or "%d.%d" % (pg.pid, pg.pool_id), "name": name,
+            "pid_start": pg.pid_start,
             "label": pg.label.decode(errors="replace"),
             "pid": pg.pid, "pool_id": pg.pool_id,
             "stale": bool(pg.flags & _lib.PAGE_STALE),
@@ -90,7 +98,35 @@ def host_pages(directory=None):
                 "peer": [(p.peer, p.transfers, p.failures, p.bytes)
                          for p in list(x.peer)[:min(x.npeers, _lib.PAGE_XFER_PEERS)]]},
         })
-    return pages, errors
+    return _merge_named(pages), errors
+
+
+def _better(a, b):
+    """which of two pages of one named pool speaks for it (as hkvctl):
+    live first, then the longest-running process, else the last published"""
+    if a["stale"] != b["stale"]:
+        return not a["stale"]
+    if a["stale"]:
+        return a["published_ns"] > b["published_ns"]
+    return (a["pid_start"], a["pid"]) < (b["pid_start"], b["pid"])
+
+
+def _merge_named(pages):
+    """one entry per named pool, with "pids": its live publishers"""
+    out, named = [], {}
+    for pg in pages:
+        pg["pids"] = [] if pg["stale"] else [pg["pid"]]
+        q = named.get(pg["name"]) if pg["name"] else None
+        if q is None:
+            if pg["name"]:
+                named[pg["name"]] = pg
+            out.append(pg)
+            continue
+        pids = sorted(q["pids"] + pg["pids"])
+        if _better(pg, q):
+            out[out.index(q)] = named[pg["name"]] = q = pg
+        q["pids"] = pids
+    return out
 
 
 class _Families:
@@ -224,15 +260,22 @@ class HugekvCollector:
         info = InfoMetricFamily("hugekv_pool", "A hugekv pool.", labels=LABELS)
         stale = GaugeMetricFamily("hugekv_pool_stale", "1 when the process that published "
                                   "the page is gone.", labels=LABELS)
+        procs = GaugeMetricFamily("hugekv_pool_processes", "Live processes publishing the "
+                                  "pool's page: those attached to a named pool, 1 for a "
+                                  "private one.", labels=LABELS)
         seen = set()
         for p in self.pools:
             if p.closed:
                 continue
-            key = ("%d.%d" % (os.getpid(), p.id), p.label)
+            name = getattr(p, "name", None)
+            key = (name, p.label or name) if name else ("%d.%d" % (os.getpid(), p.id), p.label)
+            if key[0] in seen:
+                continue
             seen.add(key[0])
             st = p.stats()
             info.add_metric(list(key), {"pid": str(os.getpid()), "backing": st["backing_name"]})
             stale.add_metric(list(key), 0)
+            procs.add_metric(list(key), 1)
             _pool_metrics(f, key, st, getattr(p, "free_room", (0.0, 0.0)))
         if self.host:
             pages, _ = host_pages(self.runtime_dir)
@@ -243,11 +286,13 @@ class HugekvCollector:
                 info.add_metric(list(key), {"pid": str(pg["pid"]), "backing":
                                             _lib.BACKING_NAMES.get(pg["stats"]["backing"], "?")})
                 stale.add_metric(list(key), 1 if pg["stale"] else 0)
+                procs.add_metric(list(key), len(pg["pids"]))
                 if not pg["stale"]:
                     _pool_metrics(f, key, pg["stats"], pg["free_room"])
                     _xfer_metrics(f, key, pg["xfer"])
         yield info
         yield stale
+        yield procs
         yield from f.fams.values()
 
 

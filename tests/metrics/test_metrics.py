@@ -577,9 +577,10 @@ TESTS = [test_usage, test_pages_published_and_removed, test_stale_after_kill9,
          test_unprivileged_reader, test_prometheus_scrapes_listen]
 
 
-def main():
+def run_tests(tests, what):
+    """run each test, print ok/SKIP/FAIL; exit status 1 if any failed"""
     failed = 0
-    for t in TESTS:
+    for t in tests:
         t0 = time.time()
         try:
             t()
@@ -592,9 +593,9 @@ def main():
             print("    FAIL %s: %s" % (t.__name__, ex))
             traceback.print_exc()
         sys.stdout.flush()
-    print("  metrics: %d of %d failed" % (failed, len(TESTS)))
+    print("  %s: %d of %d failed" % (what, failed, len(tests)))
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests(TESTS, "metrics"))

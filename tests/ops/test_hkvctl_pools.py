@@ -3,6 +3,8 @@
 named pools made by other processes (one that exited, one alive, one in a
 layout this library does not read), and a short `hkv-bench named` run."""
 import os
+import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -108,6 +110,35 @@ def test_list_and_remove():
     finally:
         holder.stdin.close()
         holder.wait(60)
+    eq(os.listdir(DIR), [], "no files left")
+
+
+def test_stats_page_state():
+    """each attached process publishes the pool's page; pools shows it, and
+    stale once every publisher died; the momentary attach publishes none"""
+    rt = tempfile.mkdtemp(prefix="hkv-ops-rt-")
+    env = dict(ENV, HUGEKV_RUNTIME_DIR=rt, HUGEKV_STATS_INTERVAL_MS="100")
+    args = [sys.executable, "-c", MAKE, "paged", "64", "4096", "hold"]
+    holder = subprocess.Popen(args, env=dict(os.environ, **env), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        eq(holder.stdout.readline().strip(), "ready", "holder")
+        (p,) = run_json([CTL, "pools", "--json"], env=env)["pools"]
+        eq((p["stats_page"], p["page_pids"], p["pids"]), ("live", [holder.pid], [holder.pid]),
+           "one live page, the holder's")
+        eq(os.listdir(rt), ["named.paged.%d.page" % holder.pid], "no page of hkvctl's attach")
+        holder.kill()
+        holder.wait(60)
+        (p,) = run_json([CTL, "pools", "--json"], env=env)["pools"]
+        eq((p["stats_page"], p["page_pids"], p["pids"]), ("stale", [], []), "all gone: stale")
+        _, out, _ = run([CTL, "pools"], 0, env=env)
+        assert re.search(r"^paged .* stale +-$", out, re.M), out
+        run([CTL, "pool", "rm", "paged"], 0, env=env)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(60)
+        shutil.rmtree(rt, ignore_errors=True)
     eq(os.listdir(DIR), [], "no files left")
 
 

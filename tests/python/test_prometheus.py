@@ -165,3 +165,29 @@ def test_no_page_when_disabled(tmp_path, monkeypatch):
         assert e.value.errno == 2
         assert not (tmp_path / "rt").exists()
     assert hp.host_pages(str(tmp_path / "rt")) == ([], 0)
+
+
+def test_named_pool_by_name(runtime, monkeypatch):
+    """a named pool of this process is pool="NAME" (label: the name), once,
+    though its page is on the host too"""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="hkv-prom-", dir="/dev/shm")
+    monkeypatch.setenv("HUGEKV_NAMED_DIR", d)
+    try:
+        p = hugekv.Pool(64, 4096, name="kv-prom")
+        p.unit_add(1, p.alloc(3))
+        p.publish()
+        reg = CollectorRegistry()
+        hp.register(reg, pools=[p], host=True)
+        s, text = samples(reg)
+        assert value(s, "hugekv_pool_processes", "kv-prom", "kv-prom") == 1
+        assert value(s, "hugekv_units", "kv-prom", "kv-prom") == 1
+        assert text.count("hugekv_units{") == 1, text
+        pages, errors = hp.host_pages()
+        assert errors == 0 and [(x["pool"], x["label"], x["pids"]) for x in pages] == [
+            ("kv-prom", "kv-prom", [os.getpid()])]
+        p.close()
+        hugekv.Pool.unlink("kv-prom")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -2,7 +2,8 @@
 /*
  * workload.c - a process of known operation counts for the tracing tests.
  *
- * usage: trace-workload [--wait] [--memory] [--xfer LIB] ALLOCS UNITS
+ * usage: trace-workload [--wait] [--memory] [--xfer LIB] [--named NAME [--hold]]
+ *                       ALLOCS UNITS
  *
  * On an index-only pool of two lanes: ALLOCS calls of hkv_alloc (sizes
  * 1..13, any lane) plus one hkv_alloc_lanes and one failing hkv_alloc;
@@ -13,8 +14,11 @@
  * tracer can attach to this pid first. --xfer LIB loads LIB (a
  * libhugekv-xfer.so, mapped before "ready") and fires XFER_N transfers of
  * XFER_BYTES to peer 1 (the last one a straggler) and one failed transfer
- * to peer 2. Prints what it did as one JSON line: the counts the probes
- * must report.
+ * to peer 2. --named NAME makes the pool a named pool (removed at the
+ * end); --hold then prints "held PID" after the JSON line and waits for a
+ * second SIGUSR1 before it detaches, so a tracer can read the pool's stats
+ * page (its name) at exit. Prints what it did as one JSON line: the counts
+ * the probes must report.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -144,7 +148,7 @@ static void xfers(xfer_fn fn, uint64_t pool)
 	fn(pool, 2, 16, 2, XFER_BYTES, -ECONNRESET, XFER_NS);
 }
 
-static void wait_go(void)
+static void wait_go(const char *what)
 {
 	sigset_t set;
 	int sig;
@@ -152,7 +156,7 @@ static void wait_go(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("ready %d\n", (int)getpid());
+	printf("%s %d\n", what, (int)getpid());
 	fflush(stdout);
 	sigwait(&set, &sig);
 }
@@ -162,7 +166,7 @@ int main(int argc, char **argv)
 	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = NPAGES, .nlanes = 2,
 				   .backing = HKV_BACKING_NONE, .numa_node = -1 };
 	unsigned long allocs, nunits, evicted = 0, runs = 0;
-	bool wait = false, memory = false;
+	bool wait = false, memory = false, hold = false;
 	xfer_fn xfer = NULL;
 	struct hkv_pool *p;
 	int i = 1, ret;
@@ -172,6 +176,10 @@ int main(int argc, char **argv)
 			wait = true;
 		else if (!strcmp(argv[i], "--memory"))
 			memory = true;
+		else if (!strcmp(argv[i], "--named") && i + 1 < argc)
+			o.name = argv[++i];
+		else if (!strcmp(argv[i], "--hold"))
+			hold = true;
 		else if (!strcmp(argv[i], "--xfer") && i + 1 < argc) {
 			if (!(xfer = xfer_open(argv[++i])))
 				return 1;
@@ -179,13 +187,14 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (argc - i != 2 || !strcmp(argv[1], "--help")) {
-		fprintf(stderr, "usage: trace-workload [--wait] [--memory] [--xfer LIB] ALLOCS UNITS\n");
+		fprintf(stderr, "usage: trace-workload [--wait] [--memory] [--xfer LIB] "
+			"[--named NAME [--hold]] ALLOCS UNITS\n");
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	allocs = strtoul(argv[i], NULL, 0);
 	nunits = strtoul(argv[i + 1], NULL, 0);
 	if (wait)
-		wait_go();
+		wait_go("ready");
 	if (memory && memory_pool())
 		return 1;
 	ret = hkv_pool_create(&o, &p);
@@ -202,6 +211,10 @@ int main(int argc, char **argv)
 		       "\"stragglers\": 1, \"failures\": 1", XFER_N + 1, XFER_N + 1,
 		       XFER_N * XFER_BYTES);
 	printf("}\n");
+	if (hold)
+		wait_go("held");
 	hkv_pool_destroy(p);
+	if (o.name)
+		hkv_pool_unlink(o.name);
 	return ret;
 }

@@ -67,8 +67,10 @@ int tr_unpin(const char *dir);
 
 /* view.c */
 struct view;
-/* label.c: a pool's label from its stats page ("" if none) */
+/* label.c: a pool's label and a named pool's name, from its stats page
+ * ("" if none) */
 const char *trace_pool_label(uint32_t tgid, uint64_t pool);
+const char *trace_pool_name(uint32_t tgid, uint64_t pool);
 
 struct view *view_new(struct tracer *t, const struct tr_opts *o);
 void view_free(struct view *v);

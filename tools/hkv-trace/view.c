@@ -175,8 +175,10 @@ static void print_event(FILE *f, const struct view *v, const struct hkv_event *e
 {
 	const __s64 *a = e->arg;
 
-	fprintf(f, "  %+9.3fs pid %u pool %llu ", (double)(int64_t)(e->ts_ns - v->start_ns) / 1e9,
-		e->tgid, (unsigned long long)e->pool);
+	const char *name = trace_pool_name(e->tgid, e->pool);
+
+	fprintf(f, "  %+9.3fs pid %u pool %llu%s%s ", (double)(int64_t)(e->ts_ns - v->start_ns) / 1e9,
+		e->tgid, (unsigned long long)e->pool, name[0] ? " named " : "", name);
 	switch (e->type) {
 	case HKV_P_ALLOC:
 		fprintf(f, "alloc failed: lane %lld, %lld pages: %s\n", (long long)a[0],
@@ -460,6 +462,7 @@ static void json_pools(struct json *j, const struct view *v)
 		json_obj(j, NULL);
 		json_u64(j, "pid", r->key.tgid);
 		json_u64(j, "pool", r->key.pool);
+		json_str(j, "name", trace_pool_name(r->key.tgid, r->key.pool));
 		json_str(j, "label", trace_pool_label(r->key.tgid, r->key.pool));
 		json_fields(j, &r->st, pool_fields, JSON_NFIELDS(pool_fields));
 		json_u64(j, "free_pages", r->free_pages);

@@ -27,6 +27,7 @@ int cmd_pools(int argc, char **argv);	/* pools.c */
 int cmd_pool(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_mount(int argc, char **argv);	/* mount.c */
 
 /* ---- sysfs.c ------------------------------------------------------------ */
 struct ctl_pool {		/* one hugepage pool (a node's, or global) */

@@ -29,6 +29,8 @@ static const struct {
 	{ "metrics", cmd_metrics, "every pool's stats page as OpenMetrics: once, a textfile "
 				  "for node_exporter, or served at /metrics" },
 	{ "top", cmd_top, "a live view of every pool on the host from its stats page" },
+	{ "mount", cmd_mount, "mount hugetlbfs of a page size (2M, 1G) on a directory for "
+			      "named pools" },
 };
 
 static void usage(FILE *f)

@@ -3,25 +3,19 @@
  * metrics.c - `hkvctl metrics`: every pool's stats page on this host as
  * metrics (om.c), printed once, written atomically for node_exporter's
  * textfile collector (--textfile), or served over HTTP at /metrics
- * (--listen, loopback unless told otherwise). One process reads the pages;
+ * (--listen, loopback unless told otherwise; http.c). One process reads the pages;
  * it never enters a serving process and needs no root for the user's own
  * pools.
  */
 #include <getopt.h>
-#include <netdb.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "pages.h"
 
 #define TEXTFILE_NAME	"hugekv.prom"
-#define REQ_MAX		8192
 
 static volatile sig_atomic_t stop;
 
@@ -48,7 +42,9 @@ static void metrics_usage(FILE *f)
 "  --interval S       with --textfile: rewrite every S seconds until killed\n"
 "  --listen ADDR:PORT serve /metrics over HTTP; ADDR defaults to 127.0.0.1\n"
 "                     (name 0.0.0.0 or [::] to serve others); port 0 picks one.\n"
-"                     \"listening on ADDR:PORT\" goes to stderr when ready\n"
+"                     \"listening on ADDR:PORT\" goes to stderr when ready. Up to 16\n"
+"                     scrapers at once (more get 503); a request must arrive\n"
+"                     whole within 5 s\n"
 "  --json             the pages as one JSON object instead\n"
 "  -h, --help         this text\n\n"
 "Pages of processes that are gone (killed) are reported stale: hugekv_pool_stale 1,\n"
@@ -73,6 +69,7 @@ static void json_page(struct json *j, const struct ctl_page *p, uint64_t now)
 	json_str(j, "label", p->pg.label);
 	json_str(j, "name", p->pg.name);
 	json_i64(j, "pid", p->pg.pid);
+	json_ints(j, "pids", p->pids, p->npids);
 	json_u64(j, "pool_id", p->pg.pool_id);
 	json_bool(j, "stale", p->pg.flags & HKV_PAGE_STALE);
 	json_str(j, "file", p->file);
@@ -159,189 +156,14 @@ static int textfile_loop(const struct mopts *o)
 	return rc;
 }
 
-/* ---- HTTP ------------------------------------------------------------------ */
-/* ADDR:PORT, [V6]:PORT or PORT; loopback by default */
-static int listen_on(const char *spec)
-{
-	char host[256] = "127.0.0.1", port[16];
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai, *a;
-	const char *colon = strrchr(spec, ':');
-	int fd = -1, one = 1, err;
-	long pn;
-
-	if (colon) {
-		size_t hl = (size_t)(colon - spec);
-
-		if (hl && spec[0] == '[' && spec[hl - 1] == ']')
-			ctl_fmt(host, sizeof(host), "%.*s", (int)hl - 2, spec + 1);
-		else if (hl)
-			ctl_fmt(host, sizeof(host), "%.*s", (int)hl, spec);
-	}
-	if (tool_parse_int(colon ? colon + 1 : spec, 0, 65535, &pn)) {
-		ctl_err("metrics", "--listen %s: not [ADDR:]PORT", spec);
-		return -TOOL_USAGE;
-	}
-	ctl_fmt(port, sizeof(port), "%ld", pn);
-	err = getaddrinfo(host, port, &hints, &ai);
-	if (err) {
-		ctl_err("metrics", "--listen %s: %s", spec, gai_strerror(err));
-		return -TOOL_USAGE;
-	}
-	for (a = ai; a && fd < 0; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, a->ai_addr, a->ai_addrlen) || listen(fd, 16)) {
-			err = errno;
-			close(fd);
-			fd = -1;
-			errno = err;
-		}
-	}
-	freeaddrinfo(ai);
-	if (fd < 0)
-		ctl_err("metrics", "--listen %s: %s", spec, strerror(errno));
-	return fd < 0 ? -TOOL_FAIL : fd;
-}
-
-static void say_listening(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	char host[128], port[16];
-
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) ||
-	    getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port, sizeof(port),
-			NI_NUMERICHOST | NI_NUMERICSERV))
-		return;
-	fprintf(stderr, "hkvctl metrics: listening on %s%s%s:%s\n", ss.ss_family == AF_INET6 ?
-		"[" : "", host, ss.ss_family == AF_INET6 ? "]" : "", port);
-	fflush(stderr);
-}
-
-static void send_all(int fd, const char *b, size_t n)
-{
-	while (n) {
-		ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-
-		if (k <= 0)
-			return;
-		b += k;
-		n -= (size_t)k;
-	}
-}
-
-static void reply(int fd, const char *status, const char *type, const char *body, size_t n)
-{
-	char h[256];
-	int hl = snprintf(h, sizeof(h), "HTTP/1.1 %s\r\nContent-Type: %s\r\n"
-			  "Content-Length: %zu\r\nConnection: close\r\n\r\n", status, type, n);
-
-	send_all(fd, h, (size_t)hl);
-	send_all(fd, body, n);
-}
-
-/* the request's head, up to the blank line; NUL-terminated */
-static bool read_head(int fd, char *req, size_t cap)
-{
-	size_t n = 0;
-
-	while (n < cap - 1) {
-		ssize_t k = recv(fd, req + n, cap - 1 - n, 0);
-
-		if (k <= 0)
-			return false;
-		n += (size_t)k;
-		req[n] = 0;
-		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-			return true;
-	}
-	return false;
-}
-
-static void serve_one(int fd, const struct mopts *o)
-{
-	struct timeval tv = { .tv_sec = 5 };
-	char req[REQ_MAX], *body = NULL, *sp;
-	struct ctl_pages set;
-	size_t n = 0;
-	bool om;
-	FILE *f;
-	int err;
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (!read_head(fd, req, sizeof(req))) {
-		reply(fd, "400 Bad Request", "text/plain", "bad request\n", 12);
-		return;
-	}
-	if (strncmp(req, "GET ", 4) && strncmp(req, "HEAD ", 5)) {
-		reply(fd, "405 Method Not Allowed", "text/plain", "GET only\n", 9);
-		return;
-	}
-	sp = strchr(req, ' ') + 1;
-	if (strncmp(sp, "/metrics", 8) || (sp[8] != ' ' && sp[8] != '?')) {
-		static const char idx[] = "<html><body><a href=\"/metrics\">/metrics</a></body></html>\n";
-
-		if (!strncmp(sp, "/ ", 2))
-			reply(fd, "200 OK", "text/html", idx, sizeof(idx) - 1);
-		else
-			reply(fd, "404 Not Found", "text/plain", "not found\n", 10);
-		return;
-	}
-	om = strcasestr(req, "application/openmetrics-text") != NULL;
-	err = ctl_pages_read(o->dir, &set);
-	f = open_memstream(&body, &n);
-	if (!f) {
-		ctl_pages_free(&set);
-		reply(fd, "500 Internal Server Error", "text/plain", "no memory\n", 10);
-		return;
-	}
-	if (err && err != -ENOENT)
-		set.errors++;
-	ctl_metrics_write(f, &set, om);
-	fclose(f);
-	ctl_pages_free(&set);
-	reply(fd, "200 OK", om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
-	      "text/plain; version=0.0.4; charset=utf-8", body, n);
-	free(body);
-}
-
-static int serve(const struct mopts *o)
-{
-	int lfd = listen_on(o->listen);
-
-	if (lfd < 0)
-		return -lfd;
-	say_listening(lfd);
-	while (!stop) {
-		struct pollfd pf = { .fd = lfd, .events = POLLIN };
-		int c;
-
-		if (poll(&pf, 1, 500) <= 0)
-			continue;
-		c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
-		serve_one(c, o);
-		close(c);
-	}
-	close(lfd);
-	return TOOL_OK;
-}
-
 /* ---- the command --------------------------------------------------------------- */
 static int parse(int argc, char **argv, struct mopts *o)
 {
 	static const struct option lo[] = {
-		{ "dir", required_argument, NULL, 'd' },
+		CTL_PAGES_OPTIONS,
 		{ "format", required_argument, NULL, 'f' },
 		{ "textfile", required_argument, NULL, 't' },
-		{ "interval", required_argument, NULL, 'i' },
 		{ "listen", required_argument, NULL, 'l' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
@@ -391,7 +213,7 @@ int cmd_metrics(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (o.listen)
-		return serve(&o);
+		return ctl_http_serve(o.listen, o.dir, &stop);
 	if (o.textfile)
 		return textfile_loop(&o);
 	err = ctl_pages_read(o.dir, &set);

@@ -158,6 +158,8 @@ static void e_stale(struct om *w, const struct ctl_page *p)
 	u64(w, p, NULL, !!(p->pg.flags & HKV_PAGE_STALE));
 }
 
+static void e_procs(struct om *w, const struct ctl_page *p) { u64(w, p, NULL, p->npids); }
+
 static void e_page_age(struct om *w, const struct ctl_page *p)
 {
 	dbl(w, p, NULL, w->now > p->pg.published_ns ? (double)(w->now - p->pg.published_ns) / 1e9 : 0);
@@ -410,6 +412,9 @@ static const struct fam fams[] = {
 	{ "hugekv_pool_stale", GAUGE, NULL,
 	  "1 when the process that published the page is gone (its last figures are not exported).",
 	  e_stale, true },
+	{ "hugekv_pool_processes", GAUGE, NULL,
+	  "Live processes publishing the pool's page: those attached to a named pool, 1 for "
+	  "a private one.", e_procs, true },
 	{ "hugekv_stats_page_age_seconds", GAUGE, "seconds",
 	  "Time since the page was last published.", e_page_age, true },
 	{ "hugekv_pool_start_time_seconds", GAUGE, "seconds",

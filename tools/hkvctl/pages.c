@@ -39,10 +39,65 @@ static void page_key(struct ctl_page *p)
 			(unsigned long long)p->pg.pool_id);
 }
 
+/* which of two pages of one named pool speaks for it: a live one, the
+ * longest running process's (so the choice holds while it stays), else
+ * the last published */
+static bool page_better(const struct hkv_page *a, const struct hkv_page *b)
+{
+	bool sa = a->flags & HKV_PAGE_STALE, sb = b->flags & HKV_PAGE_STALE;
+
+	if (sa != sb)
+		return !sa;
+	if (sa)
+		return a->published_ns > b->published_ns;
+	if (a->pid_start != b->pid_start)
+		return a->pid_start < b->pid_start;
+	return a->pid < b->pid;
+}
+
+/* one entry per named pool: its figures are shared, so one page (the
+ * better) gives them; the live publishers' pids are collected. Stale only
+ * when every process that published it is gone. */
+static void pages_merge(struct ctl_pages *set)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < set->n; i++) {
+		struct ctl_page *p = &set->v[i], *q = NULL;
+		bool live = !(p->pg.flags & HKV_PAGE_STALE);
+
+		for (size_t j = 0; p->pg.name[0] && j < k && !q; j++)
+			if (!strcmp(set->v[j].pg.name, p->pg.name))
+				q = &set->v[j];
+		if (!q) {
+			p->npids = 0;
+			if (live)
+				p->pids[p->npids++] = p->pg.pid;
+			if (k != i)
+				set->v[k] = *p;
+			k++;
+			continue;
+		}
+		if (live && q->npids < HKV_NAMED_SLOTS)
+			q->pids[q->npids++] = p->pg.pid;
+		if (page_better(&p->pg, &q->pg)) {
+			q->pg = p->pg;
+			memcpy(q->file, p->file, sizeof(q->file));
+		}
+	}
+	set->n = k;
+}
+
+static int by_int(const void *a, const void *b)
+{
+	return *(const int *)a < *(const int *)b ? -1 : *(const int *)a > *(const int *)b;
+}
+
 /**
  * ctl_pages_read() - read every stats page in a directory
  * @dir: the directory, or NULL for hkv_page_dir()
- * @set: receives the pages, sorted by pid and pool id (ctl_pages_free())
+ * @set: receives the pages, sorted by pid and pool id (ctl_pages_free());
+ *	the pages of one named pool (one per attached process) as one entry
  *
  * Pages that vanish meanwhile (their pool was destroyed) are skipped;
  * other unreadable ones are counted in @set->errors.
@@ -98,6 +153,9 @@ int ctl_pages_read(const char *dir, struct ctl_pages *set)
 	}
 	closedir(d);
 	qsort(set->v, set->n, sizeof(*set->v), by_pool);
+	pages_merge(set);
+	for (size_t i = 0; i < set->n; i++)
+		qsort(set->v[i].pids, set->v[i].npids, sizeof(int), by_int);
 	return 0;
 }
 

@@ -5,7 +5,9 @@
  * NAME [--force]`. A pool is read by attaching it for a moment (which also
  * frees the slots of processes that died attached) and detaching; a pool
  * that cannot be attached is listed with the reason (another layout,
- * another owner, creation unfinished).
+ * another owner, creation unfinished). The momentary attach publishes no
+ * stats page; the pages the attached processes publish (one each, merged by
+ * name: pages.c) are shown with the pool.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +19,7 @@
 
 #include <hugekv.h>
 
-#include "hkvctl.h"
+#include "pages.h"
 
 #define PREFIX	"hugekv."
 #define SUFFIX	".meta"
@@ -29,6 +31,7 @@ struct pool_row {
 	struct hkv_stats st;
 	int pids[HKV_NAMED_SLOTS];	/* attached, this command's own left out */
 	unsigned npids;
+	const struct ctl_page *page;	/* its stats pages merged, or NULL */
 };
 
 static const char *named_dir(void)
@@ -110,6 +113,20 @@ static int rows_read(struct pool_row **out, size_t *n)
 	return 0;
 }
 
+/* each pool's stats pages (pool="NAME" in hkvctl metrics), if published */
+static void rows_pages(struct pool_row *rows, size_t n, const struct ctl_pages *set)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < set->n && !rows[i].page; k++)
+			if (!strcmp(set->v[k].pg.name, rows[i].name))
+				rows[i].page = &set->v[k];
+}
+
+static const char *page_state(const struct pool_row *r)
+{
+	return !r->page ? "-" : r->page->pg.flags & HKV_PAGE_STALE ? "stale" : "live";
+}
+
 static void pools_json(const struct pool_row *rows, size_t n)
 {
 	struct json j;
@@ -135,6 +152,8 @@ static void pools_json(const struct pool_row *rows, size_t n)
 		json_u64(&j, "hugepage_bytes", r->info.hugepage_bytes);
 		json_u64(&j, "nlanes", r->info.nlanes);
 		json_ints(&j, "pids", r->pids, r->npids);
+		json_str(&j, "stats_page", page_state(r));
+		json_ints(&j, "page_pids", r->page ? r->page->pids : NULL, r->page ? r->page->npids : 0);
 		json_u64(&j, "units", r->st.units);
 		json_u64(&j, "unit_pages", r->st.unit_pages);
 		json_u64(&j, "pinned_units", r->st.pinned_units);
@@ -155,8 +174,8 @@ static void pools_text(const struct pool_row *rows, size_t n)
 {
 	char sz[32], pg[32];
 
-	printf("%-20s %10s %6s %-5s %7s %10s %10s %9s  %s\n", "NAME", "SIZE", "PAGE", "BACK",
-	       "UNITS", "UNIT_PAGES", "FREE", "RECOVERED", "ATTACHED");
+	printf("%-20s %10s %6s %-5s %7s %10s %10s %9s %5s  %s\n", "NAME", "SIZE", "PAGE", "BACK",
+	       "UNITS", "UNIT_PAGES", "FREE", "RECOVERED", "STATS", "ATTACHED");
 	for (size_t i = 0; i < n; i++) {
 		const struct pool_row *r = &rows[i];
 
@@ -169,10 +188,10 @@ static void pools_text(const struct pool_row *rows, size_t n)
 			ctl_fmt_size(r->info.page_bytes, pg, sizeof(pg));
 		else
 			ctl_fmt(pg, sizeof(pg), "index");
-		printf("%-20s %10s %6s %-5s %7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %9" PRIu64 " ",
-		       r->name, r->info.page_bytes ? sz : "-", pg,
+		printf("%-20s %10s %6s %-5s %7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %9" PRIu64
+		       " %5s ", r->name, r->info.page_bytes ? sz : "-", pg,
 		       hkv_backing_name(r->info.backing), r->st.units, r->st.unit_pages,
-		       r->st.free_pages, r->info.recoveries);
+		       r->st.free_pages, r->info.recoveries, page_state(r));
 		for (unsigned k = 0; k < r->npids; k++)
 			printf("%s%d", k ? "," : " ", r->pids[k]);
 		printf("%s\n", r->npids ? "" : " -");
@@ -191,7 +210,9 @@ static void pools_usage(FILE *f)
 "died inside a call and the next caller restored the pool) and the attached\n"
 "processes. Each pool is attached for a moment to read it, which frees the\n"
 "slots of processes that died attached. A pool this library cannot read\n"
-"(another layout version, another owner) is listed with the reason.\n"
+"(another layout version, another owner) is listed with the reason. STATS:\n"
+"the stats pages its attached processes publish (hkvctl metrics pool=\"NAME\"):\n"
+"live, stale (every publisher gone) or - (none).\n"
 "\n"
 "  --json        one JSON object on stdout\n"
 "  -h, --help    this text\n"
@@ -207,6 +228,7 @@ int cmd_pools(int argc, char **argv)
 		{ 0 }
 	};
 	struct pool_row *rows = NULL;
+	struct ctl_pages set;
 	bool json = false;
 	size_t n;
 	int c, err;
@@ -226,15 +248,19 @@ int cmd_pools(int argc, char **argv)
 	}
 	if (ctl_no_operands("pools", argc, argv))
 		return TOOL_USAGE;
+	setenv("HUGEKV_STATS_INTERVAL_MS", "0", 1);	/* the momentary attach: no page */
 	err = rows_read(&rows, &n);
 	if (err) {
 		ctl_err("pools", "%s: %s", named_dir(), strerror(-err));
 		return TOOL_FAIL;
 	}
+	ctl_pages_read(NULL, &set);	/* none readable: every pool shows "-" */
+	rows_pages(rows, n, &set);
 	if (json)
 		pools_json(rows, n);
 	else
 		pools_text(rows, n);
+	ctl_pages_free(&set);
 	free(rows);
 	return TOOL_OK;
 }

@@ -249,9 +249,10 @@ static void draw_pool(const struct ctl_page *p, const struct prev *pv, unsigned 
 	     stale ? "  STALE (process gone)" : "");
 	bar(b, 40, st);
 	line(cols, "  [%s] units %" PRIu64 " pinned %" PRIu64 "  largest free %" PRIu64
-	     "  ufi(64) %.3f  evicted %" PRIu64 "  fails %" PRIu64 "%s", b, st->units,
+	     "  ufi(64) %.3f  evicted %" PRIu64 "  fails %" PRIu64 "%s%s%.0u", b, st->units,
 	     st->pinned_units, st->largest_free_extent, st->ufi[2], st->evictions,
-	     st->alloc_failures, p->pg.xfer.endpoints ? "  xfer" : "");
+	     st->alloc_failures, p->pg.xfer.endpoints ? "  xfer" : "",
+	     p->pg.name[0] ? "  named, processes " : "", p->pg.name[0] ? p->npids : 0);
 }
 
 static void draw(const struct ctl_pages *set, const struct prev *pv, size_t npv)
@@ -298,6 +299,7 @@ static void json_frame(const struct ctl_pages *set, const struct prev *pv, size_
 		json_str(&j, "pool", p->key);
 		json_str(&j, "label", p->pg.label);
 		json_bool(&j, "stale", p->pg.flags & HKV_PAGE_STALE);
+		json_ints(&j, "pids", p->pids, p->npids);
 		json_u64(&j, "npages", p->pg.stats.npages);
 		json_u64(&j, "free", s.free);
 		json_u64(&j, "allocated", s.allocated);
@@ -377,11 +379,8 @@ struct topts {
 static int top_parse(int argc, char **argv, struct topts *o)
 {
 	static const struct option lo[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "interval", required_argument, NULL, 'i' },
+		CTL_PAGES_OPTIONS,
 		{ "once", no_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
