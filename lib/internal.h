@@ -18,8 +18,9 @@
  *   shheap.c, meta.c  a named pool's file heap; bookkeeping arrays
  *   extent.c        free-extent index of one lane (extent.h: extent_group.c,
  *                   extent_bins.c, extent_tree.c; extent_check.c)
- *   named_lock.c    a named pool's lock: process-shared, robust; recovery
- *                   through named_recover_fn (named.c sets it)
+ *   named_lock.c    a named pool's locks (pool, lanes): process-shared, a
+ *                   dead holder's found; recovery through named_recover_fn
+ *                   (named.c sets it)
  *   lane_defer.c    frees answered at once, run by the lane's holder
  *   lane_call.c     the lane lock; calls run by the lock holder (combining)
  *   frag.c, lane.c  a lane: index, lock, counters; its frag probe
@@ -118,6 +119,10 @@ struct os_ops {
 	/* process-private futex: sleep while *addr == val; wake up to n */
 	int (*futex_wait)(int *addr, int val);		/* 0, -EAGAIN, -EINTR */
 	int (*futex_wake)(int *addr, int n);		/* threads woken */
+	/* a futex shared between processes (named pools' locks, which call
+	 * os_default_ops: bookkeeping, like meta.c's memory) */
+	int (*futex_wait_shared)(uint32_t *addr, uint32_t val, uint64_t timeout_ns);
+	int (*futex_wake_shared)(uint32_t *addr, int n);
 	/* membarrier(2) of this process's threads: MEMBARRIER_CMD_* */
 	int (*membarrier)(int cmd);			/* 0 or -errno */
 	/* named pools' files (named.c); open_file adds O_NOFOLLOW */
@@ -331,6 +336,8 @@ struct named_tls {
 	struct shheap *before;	/* heap before the outermost hold */
 	unsigned depth;		/* holds of named pools' locks */
 	uint8_t owner;		/* this process's slot + 1 in the pool held */
+	uint32_t tid;		/* gettid(), for the locks' words (named_lock.c) */
+	uint64_t tid_gen;	/* fork_gen + 1 when tid was read; 0: never */
 };
 extern __thread struct named_tls named_tls;
 
@@ -622,20 +629,25 @@ uint32_t tree_prev(const struct xindex *x, uint32_t id);
 	} while (0)
 int xi_check(const struct xindex *x);
 
-/* ---- named_lock.c: a named pool's one lock (named.h has the file) -------
- * A named pool is used by several processes: its lanes and its residency
- * share one process-shared, robust, recursive mutex in the pool's file.
- * lane_lock(), lanes_lock(), lane_call() and res_lock() of a named pool
- * take it; the biased, combining and deferring paths of lane_call.c and
- * lane_defer.c are off (they pass pointers into one process's memory). A
- * caller that finds it held by a dead process restores the pool first
- * (named_recover.c, through named_recover_fn: a layer above the lock). While it holds the lock a thread allocates
- * bookkeeping from the file's heap (meta_heap_swap()). */
+/* ---- named_lock.c: a named pool's locks (named.h has the file) ----------
+ * A named pool is used by several processes: each lane has a lock in the
+ * pool's file (lane_lock(), lane_call() of a named lane take it) and the
+ * pool has one (res_lock(), and lanes_lock(): a call over several lanes
+ * takes the pool lock first, then the lanes in ascending order). The
+ * biased, combining and deferring paths of lane_call.c and lane_defer.c
+ * are off (they pass pointers into one process's memory). A caller that
+ * finds a lock held by a dead process repairs the pool first
+ * (named_recover.c, through named_recover_fn: a layer above the locks).
+ * While it holds a lock a thread allocates bookkeeping from the file's
+ * heap (meta_heap_swap()). */
 struct named_hdr;
 void named_lock(struct named_hdr *h);
 /* this process's slot in h (slot1 0: it left); attach and detach */
 void named_local_set(struct named_hdr *h, uint8_t slot1, uint64_t pool_id);
 void named_unlock(struct named_hdr *h);
+struct lane;
+void named_lane_lock(struct lane *l);
+void named_lane_unlock(struct lane *l);
 /* around an evict callback: the callback starts with no hold */
 void named_cb_enter(struct named_tls *save);
 void named_cb_leave(const struct named_tls *save);
@@ -726,7 +738,7 @@ struct lane {
 	/* written once, read by the holder at every call: a line of its own,
 	 * so that the slot stays in one line */
 	struct lane_defer *defer __attribute__((aligned(64)));	/* frees to run, or NULL */
-	struct named_hdr *named;	/* a named pool's lane: its lock, else NULL */
+	struct named_hdr *named;	/* a named pool's lane: its pool, else NULL */
 	struct xindex xi __attribute__((aligned(64)));
 	struct lane_counters c;
 } __attribute__((aligned(64)));
@@ -791,7 +803,7 @@ void lane_serve(struct lane *l, const struct lane_call *mine);
  * paths, so that the compiler keeps its fields in registers there instead
  * of storing them for a slow path that most calls never take */
 int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call c);
-/* lane_call() of a named pool: fn under the pool's lock (named_lock.c) */
+/* lane_call() of a named pool: fn under the lane's lock (named_lock.c) */
 int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c);
 void lane_serve_biased(struct lane *l);
 void lane_bias_on(const struct hkv_pool *pool, struct lane *l);
@@ -855,7 +867,7 @@ static inline bool lane_trylock(struct lane *l)
 static inline void lane_lock(struct lane *l)
 {
 	if (unlikely(l->named)) {
-		named_lock(l->named);
+		named_lane_lock(l);
 		return;
 	}
 	if (unlikely(!lane_trylock(l)))
@@ -874,7 +886,7 @@ static inline void lane_release(struct lane *l)
 static inline void lane_unlock(struct lane *l)
 {
 	if (unlikely(l->named)) {
-		named_unlock(l->named);
+		named_lane_unlock(l);
 		return;
 	}
 	if (unlikely(HKV_LOAD(&l->slot.state) == LANE_SLOT_POSTED || HKV_LOAD(&l->posted)))
@@ -949,7 +961,8 @@ unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint6
 #define for_each_piece(pool, e, p, len, li)					\
 	for (uint64_t p = (e)->start, len, _end = (e)->start + (e)->len;	\
 	     p < _end && ((li) = lane_piece(pool, p, _end, &len), 1); p += len)
-/* lock or unlock lanes lo..hi, in ascending order (the lock order) */
+/* lock or unlock lanes lo..hi, in ascending order (the lock order); a
+ * named pool's pool lock first */
 void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi);
 void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi);
 

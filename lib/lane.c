@@ -85,6 +85,8 @@ unsigned lane_piece(const struct hkv_pool *pool, uint64_t p, uint64_t end, uint6
 
 void lanes_lock(struct hkv_pool *pool, unsigned lo, unsigned hi)
 {
+	if (pool->named)	/* the order: the pool, then lanes (named_lock.c) */
+		named_lock(pool->lanes[lo].named);
 	for (unsigned i = lo; i <= hi; i++)
 		lane_lock(&pool->lanes[i]);
 }
@@ -93,6 +95,8 @@ void lanes_unlock(struct hkv_pool *pool, unsigned lo, unsigned hi)
 {
 	for (unsigned i = hi + 1; i-- > lo;)
 		lane_unlock(&pool->lanes[i]);
+	if (pool->named)
+		named_unlock(pool->lanes[lo].named);
 }
 
 /* the general allocation: plan, reserve, take (extents or -errno) */

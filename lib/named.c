@@ -198,18 +198,6 @@ static int map_file(void *at, uint64_t len, int fd, bool reserved)
 	return 0;
 }
 
-static void init_mutex(pthread_mutex_t *m)
-{
-	pthread_mutexattr_t a;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(m, &a);
-	pthread_mutexattr_destroy(&a);
-}
-
 static uint64_t realtime_ns(void)
 {
 	struct timespec ts;
@@ -303,7 +291,7 @@ static void layout_sizes(struct named_hdr *h)
 	h->sz_lane = sizeof(struct lane);
 	h->sz_res = sizeof(struct hkv_res);
 	h->sz_unit = sizeof(struct res_unit);
-	h->sz_mutex = sizeof(pthread_mutex_t);
+	h->sz_lock = sizeof(h->lock);
 	h->sz_heap = sizeof(struct shheap);
 }
 
@@ -458,7 +446,7 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct named_cr
 	h->meta_base = (uint64_t)(uintptr_t)h;
 	h->meta_len = c->meta_len;
 	h->created_ns = realtime_ns();
-	init_mutex(&h->lock);
+	/* the locks are zero: free (the file is new) */
 	shheap_init(&h->heap, (char *)h + HKV_ROUND_UP(sizeof(*h), 4096),
 		    c->meta_len - HKV_ROUND_UP(sizeof(*h), 4096));
 	if (c->mem_len && c->backing == HKV_BACKING_THP)
@@ -601,7 +589,7 @@ static int header_check(int fd, uint64_t size, struct named_hdr *out)
 	layout_sizes(&ref);
 	if ((size_t)n < sizeof(*out) || out->sz_hdr != ref.sz_hdr || out->sz_lane != ref.sz_lane ||
 	    out->sz_res != ref.sz_res || out->sz_unit != ref.sz_unit ||
-	    out->sz_mutex != ref.sz_mutex || out->sz_heap != ref.sz_heap) {
+	    out->sz_lock != ref.sz_lock || out->sz_heap != ref.sz_heap) {
 		hkv_log(HKV_LOG_ERR, "named pool %.*s: structure sizes differ from this "
 			"build's: refused", HKV_NAME_MAX, out->name);
 		return -EPROTO;
@@ -665,12 +653,12 @@ int named_attach(struct hkv_pool *pool, const char *name)
 		}
 	}
 	nm->hdr = h;
-	named_lock(h);
+	named_lock_all(h);	/* a reap rebuilds every lane */
 	named_reap(h);
 	err = slot_take(h, &nm->slot);
 	if (!err)
 		named_local_set(h, (uint8_t)(nm->slot + 1), pool->id);
-	named_unlock(h);
+	named_unlock_all(h);
 	if (err) {
 		named_unmap(nm, h, hdr.mem_len);
 		return err;
@@ -709,11 +697,11 @@ void named_detach(struct hkv_pool *pool)
 		free(pool);
 		return;
 	}
-	named_lock(h);
+	named_lock_all(h);
 	if (h->slot[nm->slot].pid == getpid())
 		named_release_slot(h, nm->slot);
 	named_local_set(h, 0, 0);
-	named_unlock(h);
+	named_unlock_all(h);
 	compat_fini(pool);
 	pthread_mutex_destroy(&pool->slots_lock);
 	named_unmap(nm, h, h->mem_len);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * named.h - the files of a named pool, in layer order: named_lock.c (its
- * lock), named_pins.c (pins per process), named_recover.c (what a caller
+ * locks), named_pins.c (pins per process), named_recover.c (what a caller
  * does when a process died: the lock's holder or an attached one),
  * named.c (create, attach, detach, unlink, process slots).
  *
@@ -19,7 +19,7 @@
 #include "internal.h"
 
 #define NAMED_MAGIC	"HUGEKVNP"
-#define NAMED_LAYOUT	1	/* struct named_hdr and everything in the heap */
+#define NAMED_LAYOUT	2	/* struct named_hdr and everything in the heap */
 #define NAMED_PATH_MAX	256
 #define NAMED_PINS	256	/* units one process may hold pinned at once */
 
@@ -44,7 +44,7 @@ struct named_hdr {
 	struct named_id id;
 	/* the sizes of what this layout stores: another build whose
 	 * structures differ refuses the file (-EPROTO) */
-	uint32_t sz_hdr, sz_lane, sz_res, sz_unit, sz_mutex, sz_heap;
+	uint32_t sz_hdr, sz_lane, sz_res, sz_unit, sz_lock, sz_heap;
 	uint32_t uid;
 	char name[HKV_NAME_MAX + 1];
 	/* the pool */
@@ -56,8 +56,14 @@ struct named_hdr {
 	uint64_t mem_base, mem_len;	/* the pages: [mem_base, +mem_len) */
 	uint64_t meta_base, meta_len;	/* this file, mapped here */
 	uint64_t created_ns;
-	/* every field below changes under the lock */
-	pthread_mutex_t lock __attribute__((aligned(64)));
+	/* the pool lock (named_lock.c): its holder's id, 0 when free; how
+	 * many holds its holder has; 1 while a full rebuild is due (a lane
+	 * was repaired alone, its old index left in the heap) */
+	uint32_t lock __attribute__((aligned(64)));
+	uint32_t lock_depth;
+	uint32_t rebuild_due;
+	/* every field below changes under the pool lock and every lane lock,
+	 * or under the pool lock alone where only it reads them */
 	struct shheap heap;
 	struct lane *lanes;
 	struct hkv_res *res;
@@ -81,9 +87,21 @@ struct named_pin {
 /* ---- named_lock.c ---- */
 /* this process's pool id of h (probes), 0 if not attached */
 uint64_t named_local_id(const struct named_hdr *h);
-/* what named_lock() runs on a dead holder's pool: named_recover(), set by
- * named.c (a layer above the lock's callers) before it maps a pool */
-extern void (*named_recover_fn)(struct named_hdr *h);
+/* what the locks run when a holder died: named_recover(), set by named.c
+ * (a layer above the lock's callers) before it maps a pool. lane >= 0:
+ * that lane alone (its lock held, the pool lock held by nobody dead);
+ * else the whole pool (its lock and every lane lock held), after a death
+ * (counted) or to sweep what lane repairs left */
+enum { NAMED_RECOVER_DEAD = -1, NAMED_RECOVER_SWEEP = -2 };
+extern void (*named_recover_fn)(struct named_hdr *h, int lane);
+/* the pool lock and every lane lock (attach, detach, check): a dead
+ * holder's pool is rebuilt first */
+void named_lock_all(struct named_hdr *h);
+void named_unlock_all(struct named_hdr *h);
+/* is the slot's process alive (pid and start time)? */
+bool named_slot_alive(const struct named_slot *s);
+/* /proc/PID/stat start time of a process, 0 if gone */
+uint64_t named_proc_start(int pid);
 
 /* ---- named_pins.c ---- */
 bool named_pins_held(const struct named_hdr *h, uint64_t mask);
@@ -94,15 +112,12 @@ static inline struct named_pin *named_slot_pins(struct named_hdr *h, unsigned sl
 }
 
 /* ---- named_recover.c ---- */
-/* is the slot's process alive (pid and start time)? */
-bool named_slot_alive(const struct named_slot *s);
-/* /proc/PID/stat start time of a process, 0 if gone */
-uint64_t named_proc_start(int pid);
 /* a process leaves: what it holds outside units given back, slot freed */
 void named_release_slot(struct named_hdr *h, unsigned slot);
-/* restore a pool whose lock's holder died (the lock held, inconsistent) */
-void named_recover(struct named_hdr *h);
-/* free the slots of dead processes and give back what they held (locked) */
+/* restore a pool whose lock's holder died (named_recover_fn) */
+void named_recover(struct named_hdr *h, int lane);
+/* free the slots of dead processes and give back what they held (every
+ * lock held) */
 void named_reap(struct named_hdr *h);
 
 #endif /* HKV_NAMED_H */

@@ -1,25 +1,54 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * named_lock.c - the one lock of a named pool: a process-shared, robust,
- * recursive pthread mutex in the pool's file. Robust: when its holder dies
- * (killed at any instruction inside any call), the next locker gets
- * EOWNERDEAD, restores the pool (named_recover()) and marks the mutex
- * consistent. Recursive: the residency lock and the lane locks of a named
- * pool are this one mutex, taken in the nesting the private pool's code
- * already has (residency, then lanes). While it is held, this thread's
- * bookkeeping allocations go to the file's heap (meta_heap_swap()).
+ * named_lock.c - the locks of a named pool: one per lane (a lane's own
+ * allocations and frees) and one for the pool (the residency, and every
+ * call spanning lanes), in the pool's file. Order: the pool lock, then
+ * lanes in ascending order; a thread that holds a lane lock without the
+ * pool lock takes no other lock of the pool, so holders of different
+ * lanes never wait for one another and nobody waits in a cycle.
  *
- * One lock, not one per lane: a dead holder of one lane's lock may have
- * been inside a call spanning lanes and the residency, and a recovery that
- * holds everything is one that can be checked. What it costs processes on
- * their own lanes is measured in hkv-bench named.
+ * A lock is a 32-bit word: 0 when free, else its holder's thread id and
+ * its process slot + 1 (whose pid and start time tell whether that
+ * process still runs), and a bit for sleeping waiters. Taking a free lock
+ * is one compare-and-swap, releasing it one exchange; a futex wake only
+ * when a waiter sleeps. glibc's robust mutex costs several times that
+ * (a list of held robust mutexes kept for the kernel, and recursion
+ * counts), paid by every process on every call.
+ *
+ * A holder killed at any instruction: a waiter sleeps with a timeout and
+ * looks at the holder's process when it ends; a dead holder's lock is
+ * taken over by a compare-and-swap of the word it left (one waiter wins)
+ * and the pool repaired before the call goes on:
+ * - the pool lock's holder died: every lane lock is taken too and the
+ *   whole pool rebuilt (named_recover_fn(h, -1));
+ * - a lane lock's holder died, the pool lock held by nobody dead: only
+ *   the lane is rebuilt (named_recover_fn(h, lane)), from what its holder
+ *   could not touch (in-unit bits: changed under the pool lock, and owner
+ *   bytes); the lane's old index stays in the heap until a full rebuild
+ *   sweeps it, due at the next outermost taking of the pool lock;
+ * - a lane lock's holder died while a dead process holds the pool lock:
+ *   the pool lock is taken first (a full rebuild), then the lane again.
+ *
+ * The pool lock is recursive (the residency then lanes_lock() of the same
+ * call; a call from an evict callback); lane locks are not. While it
+ * holds a lock a thread allocates bookkeeping from the file's heap
+ * (meta_heap_swap()); the heap is lock-free (shheap.c).
  */
+#include <stdio.h>
+#include <unistd.h>
+
 #include "named.h"
+
+#define NL_TID_MASK	((1u << 22) - 1)	/* pid_max is at most 2^22 */
+#define NL_SLOT_SHIFT	22			/* 7 bits: slot + 1 <= 64 */
+#define NL_WAITERS	(1u << 30)
+#define NL_SPIN		100			/* pauses before a waiter sleeps */
+#define NL_LOOK_NS	(5ull * 1000 * 1000)	/* a sleeper looks at the holder */
 
 /* named_recover(), set by named.c before this process maps a pool: the
  * recovery rebuilds lanes and residency, the layers above this lock that
  * take it, so it is reached through a pointer (internal.h has the order) */
-void (*named_recover_fn)(struct named_hdr *h);
+void (*named_recover_fn)(struct named_hdr *h, int lane);
 
 /* the named pools this process is attached to, and its slot in each (a
  * fork() child attaches anew and overwrites the entry of the same address) */
@@ -71,34 +100,199 @@ static uint8_t local_slot(const struct named_hdr *h)
 }
 
 /**
- * named_lock() - take a named pool's lock (recursively)
- * @h: the pool's header
+ * named_proc_start() - a process's start time
+ * @pid: the process
  *
- * A dead holder's pool is restored first: this call then returns with the
- * lock held and the pool consistent.
+ * Return: field 22 of /proc/PID/stat (clock ticks since boot), 0 if the
+ * process is gone (or a zombie: it runs no more calls).
  */
-void named_lock(struct named_hdr *h)
+uint64_t named_proc_start(int pid)
 {
-	int err = pthread_mutex_lock(&h->lock);
-	struct named_tls *t;
+	char path[64], buf[1024], *p, state = 0;
+	unsigned long long start = 0;
 
-	if (unlikely(err == EOWNERDEAD)) {
-		struct shheap *old = meta_heap_swap(&h->heap);
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (pid <= 0 || os_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	/* after the name: state, then 18 fields, then starttime */
+	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			 "%*s %*s %*s %*s %*s %*s %llu", &state, &start) != 2)
+		return 0;
+	return state == 'Z' || state == 'X' ? 0 : start;
+}
 
-		HKV_LOAD(&named_recover_fn)(h);
-		meta_heap_swap(old);
-		pthread_mutex_consistent(&h->lock);
-	} else if (unlikely(err)) {
-		/* ENOTRECOVERABLE: a recovery itself died; nothing is safe */
-		hkv_log(HKV_LOG_ERR, "named pool %s: lock unusable: %s", h->name, strerror(err));
-		abort();
+/**
+ * named_slot_alive() - is a slot's process still the one that attached?
+ * @s: the slot
+ *
+ * Return: true if its pid runs and started when the slot says.
+ */
+bool named_slot_alive(const struct named_slot *s)
+{
+	int pid = HKV_LOAD(&s->pid);
+
+	return pid && named_proc_start(pid) == HKV_LOAD(&s->start);
+}
+
+/*
+ * Does the holder a lock word names still run? Its slot's process must be
+ * the one that attached (a pid alone may be reused: thousands of processes
+ * come and go in a pool's life) and have the thread. A holder without a
+ * slot (attaching) is looked up by its thread id alone.
+ */
+static bool holder_alive(const struct named_hdr *h, uint32_t w)
+{
+	unsigned tid = w & NL_TID_MASK, s1 = (w >> NL_SLOT_SHIFT) & 0x7f;
+	char path[64], buf[512], *p;
+	int pid = (int)tid;
+
+	if (s1) {
+		if (s1 > HKV_NAMED_SLOTS || !named_slot_alive(&h->slot[s1 - 1]))
+			return false;
+		pid = HKV_LOAD(&h->slot[s1 - 1].pid);
 	}
-	t = &named_tls;		/* one lookup */
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", pid, tid);
+	if (os_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* this thread's word for a lock of h: its id (cached: a fork() child is a
+ * new thread, fork.c counts forks) and its slot + 1 */
+static inline uint32_t lock_word(struct named_tls *t, uint8_t slot1)
+{
+	uint64_t gen = HKV_LOAD(&fork_gen) + 1;
+
+	if (unlikely(t->tid_gen != gen)) {
+		t->tid = (uint32_t)gettid() & NL_TID_MASK;
+		t->tid_gen = gen;
+	}
+	return t->tid | (uint32_t)slot1 << NL_SLOT_SHIFT;
+}
+
+/*
+ * The lock word w held by another: spin a little, then sleep on the futex
+ * with the waiters bit set. Returns true when w was taken over from a dead
+ * holder (the caller repairs what it guarded), false when it was free.
+ * A thread that slept takes the lock with the waiters bit set: others may
+ * still sleep, and its release must wake them.
+ */
+static bool word_lock_slow(const struct named_hdr *h, uint32_t *w, uint32_t me)
+{
+	uint32_t flag = 0;
+
+	for (unsigned spin = 0;; spin++) {
+		uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+		int r;
+
+		if (!v) {
+			if (__atomic_compare_exchange_n(w, &v, me | flag, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return false;
+			continue;
+		}
+		if (spin < NL_SPIN) {
+			cpu_relax();
+			continue;
+		}
+		if (!(v & NL_WAITERS) &&
+		    !__atomic_compare_exchange_n(w, &v, v | NL_WAITERS, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			continue;
+		v |= NL_WAITERS;
+		flag = NL_WAITERS;
+		r = os_default_ops.futex_wait_shared(w, v, NL_LOOK_NS);
+		if (r != -ETIMEDOUT || __atomic_load_n(w, __ATOMIC_RELAXED) != v ||
+		    holder_alive(h, v))
+			continue;
+		/* acquire: what the dead holder wrote is read by the repair */
+		if (__atomic_compare_exchange_n(w, &v, me | NL_WAITERS, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return true;
+	}
+}
+
+static inline bool word_lock(const struct named_hdr *h, uint32_t *w, uint32_t me)
+{
+	uint32_t v = 0;
+
+	if (likely(__atomic_compare_exchange_n(w, &v, me, false, __ATOMIC_ACQUIRE,
+					       __ATOMIC_RELAXED)))
+		return false;
+	return word_lock_slow(h, w, me);
+}
+
+static inline void word_unlock(uint32_t *w)
+{
+	if (unlikely(__atomic_exchange_n(w, 0, __ATOMIC_RELEASE) & NL_WAITERS))
+		os_default_ops.futex_wake_shared(w, 1);
+}
+
+static inline uint32_t *lane_word(struct lane *l)
+{
+	return (uint32_t *)&l->lock;
+}
+
+/* this thread's holds: the first routes its bookkeeping to the file's heap */
+static inline void hold_enter(struct named_tls *t, struct named_hdr *h, uint8_t slot1)
+{
 	if (t->depth++ == 0) {
 		t->before = t->heap;
 		t->heap = &h->heap;
-		t->owner = local_slot(h);
+		t->owner = slot1;
 	}
+}
+
+static inline void hold_leave(struct named_tls *t)
+{
+	if (--t->depth == 0)
+		t->heap = t->before;
+}
+
+/*
+ * The whole pool rebuilt: every lane lock taken (after the pool lock: the
+ * order), those of dead holders taken over, the rebuild run, the lanes
+ * released. Also what named_lock_all() runs when it found a lane's holder
+ * dead, and what a lane repair leaves due (its old index to sweep).
+ */
+static void recover_all(struct named_hdr *h, uint32_t me, bool locked, int why)
+{
+	if (!locked)
+		for (unsigned i = 0; i < h->nlanes; i++)
+			word_lock(h, lane_word(&h->lanes[i]), me);
+	HKV_LOAD(&named_recover_fn)(h, why);
+	HKV_STORE(&h->rebuild_due, 0);
+	if (!locked)
+		for (unsigned i = h->nlanes; i-- > 0;)
+			word_unlock(lane_word(&h->lanes[i]));
+}
+
+/**
+ * named_lock() - take a named pool's pool lock (recursively)
+ * @h: the pool's header
+ *
+ * A dead holder's pool (or one with a rebuild due) is rebuilt first: this
+ * call then returns with the lock held and the pool consistent.
+ */
+void named_lock(struct named_hdr *h)
+{
+	struct named_tls *t = &named_tls;
+	uint8_t slot1 = local_slot(h);
+	uint32_t me = lock_word(t, slot1);
+	bool dead = false;
+
+	if ((__atomic_load_n(&h->lock, __ATOMIC_RELAXED) & ~NL_WAITERS) == me) {
+		h->lock_depth++;	/* this thread holds it: only it writes it */
+		hold_enter(t, h, slot1);
+		return;
+	}
+	dead = word_lock(h, &h->lock, me);
+	h->lock_depth = 1;
+	hold_enter(t, h, slot1);
+	if (unlikely(dead || HKV_LOAD(&h->rebuild_due)))
+		recover_all(h, me, false, dead ? NAMED_RECOVER_DEAD : NAMED_RECOVER_SWEEP);
 }
 
 /**
@@ -107,11 +301,93 @@ void named_lock(struct named_hdr *h)
  */
 void named_unlock(struct named_hdr *h)
 {
-	struct named_tls *t = &named_tls;
+	hold_leave(&named_tls);
+	if (--h->lock_depth == 0)
+		word_unlock(&h->lock);
+}
 
-	if (--t->depth == 0)
-		t->heap = t->before;
-	pthread_mutex_unlock(&h->lock);
+/**
+ * named_lock_all() - take a named pool's lock and every lane lock
+ * @h: the pool's header
+ *
+ * For what reads or rebuilds every lane (attach, detach, check); a dead
+ * lane holder's pool is rebuilt whole.
+ */
+void named_lock_all(struct named_hdr *h)
+{
+	uint32_t me;
+	bool dead = false;
+
+	named_lock(h);
+	me = h->lock & ~NL_WAITERS;	/* this thread's id, as the pool lock holds it */
+	for (unsigned i = 0; i < h->nlanes; i++)
+		dead |= word_lock(h, lane_word(&h->lanes[i]), me);
+	if (unlikely(dead))
+		recover_all(h, me, true, NAMED_RECOVER_DEAD);
+}
+
+/**
+ * named_unlock_all() - release what named_lock_all() took
+ * @h: the pool's header
+ */
+void named_unlock_all(struct named_hdr *h)
+{
+	for (unsigned i = h->nlanes; i-- > 0;)
+		word_unlock(lane_word(&h->lanes[i]));
+	named_unlock(h);
+}
+
+/**
+ * named_lane_lock() - lane_lock() of a named pool's lane
+ * @l: the lane
+ *
+ * A dead holder's lane is repaired first (or the pool rebuilt, see the
+ * top of this file).
+ */
+void named_lane_lock(struct lane *l)
+{
+	struct named_hdr *h = l->named;
+	struct named_tls *t = &named_tls;
+	uint8_t slot1 = local_slot(h);
+	uint32_t me = lock_word(t, slot1), v = 0;
+
+	if (likely(__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
+					       __ATOMIC_RELAXED))) {
+		hold_enter(t, h, slot1);
+		return;
+	}
+	while (word_lock_slow(h, lane_word(l), me)) {
+		uint32_t p = __atomic_load_n(&h->lock, __ATOMIC_ACQUIRE) & ~NL_WAITERS;
+
+		if (p == me || !p || holder_alive(h, p)) {
+			/* nobody dead holds the pool lock: the lane alone */
+			hold_enter(t, h, slot1);
+			HKV_LOAD(&named_recover_fn)(h, (int)(l - h->lanes));
+			HKV_STORE(&h->rebuild_due, 1);
+			return;
+		}
+		/* the pool lock's holder is dead too: it may have been inside
+		 * a call on this lane's units; the whole pool is rebuilt, with
+		 * this lane (left held by the dead holder's id) taken over */
+		__atomic_store_n(lane_word(l), v = p | NL_WAITERS, __ATOMIC_RELEASE);
+		named_lock(h);
+		named_unlock(h);
+		v = 0;
+		if (__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			break;
+	}
+	hold_enter(t, h, slot1);
+}
+
+/**
+ * named_lane_unlock() - lane_unlock() of a named pool's lane
+ * @l: the lane
+ */
+void named_lane_unlock(struct lane *l)
+{
+	hold_leave(&named_tls);
+	word_unlock(lane_word(l));
 }
 
 /**
@@ -150,8 +426,8 @@ int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct la
 {
 	int ret;
 
-	named_lock(l->named);
+	named_lane_lock(l);
 	ret = fn(pool, l, c);
-	named_unlock(l->named);
+	named_lane_unlock(l);
 	return ret;
 }

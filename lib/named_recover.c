@@ -27,42 +27,6 @@
 #define BIT(b, p)	(((b)[(p) >> 6] >> ((p) & 63)) & 1)
 #define SETBIT(b, p)	((b)[(p) >> 6] |= 1ull << ((p) & 63))
 
-/**
- * named_proc_start() - a process's start time
- * @pid: the process
- *
- * Return: field 22 of /proc/PID/stat (clock ticks since boot), 0 if the
- * process is gone (or a zombie: it runs no more calls).
- */
-uint64_t named_proc_start(int pid)
-{
-	char path[64], buf[1024], *p, state = 0;
-	unsigned long long start = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (pid <= 0 || os_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strrchr(buf, ')');
-	/* after the name: state, then 18 fields, then starttime */
-	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			 "%*s %*s %*s %*s %*s %*s %llu", &state, &start) != 2)
-		return 0;
-	return state == 'Z' || state == 'X' ? 0 : start;
-}
-
-/**
- * named_slot_alive() - is a slot's process still the one that attached?
- * @s: the slot
- *
- * Return: true if its pid runs and started when the slot says.
- */
-bool named_slot_alive(const struct named_slot *s)
-{
-	int pid = HKV_LOAD(&s->pid);
-
-	return pid && named_proc_start(pid) == HKV_LOAD(&s->start);
-}
-
 /* the lane that owns a page (lanes are near-equal blocks, pool.c) */
 static unsigned lane_at(const struct named_hdr *h, uint64_t page)
 {
@@ -449,21 +413,80 @@ void named_reap(struct named_hdr *h)
 	}
 }
 
+/*
+ * One lane rebuilt after its lock's holder died inside a call on that lane
+ * alone, the pool lock held by nobody dead: its in-unit bits are sound
+ * (they change under the pool lock) and so are the owner bytes; its index
+ * is made anew from them. The old index is not freed through pointers the
+ * dead holder may have left stale: the full rebuild due next sweeps it.
+ */
+static void lane_repair(struct named_hdr *h, unsigned li)
+{
+	struct lane *l = &h->lanes[li];
+	const uint64_t *in_unit = l->xi.in_unit;
+	uint64_t words = h->npages / 64 + 1, reclaimed = 0;
+	uint64_t *claim = calloc(2 * words, 8), *keep = claim + words;
+	uint8_t live[HKV_NAMED_SLOTS + 1] = { 0 };
+	int err = -ENOMEM;
+
+	if (!claim)
+		goto out;
+	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++)
+		live[i + 1] = named_slot_alive(&h->slot[i]);
+	for (uint64_t p = l->first; p < l->first + l->npages; p++) {
+		uint64_t rel = p - l->first;
+		bool unit = (in_unit[XI_WORD(rel)] >> (rel & 63)) & 1;
+		uint8_t o = h->owner[p];
+
+		if (o > HKV_NAMED_SLOTS || (o && !live[o])) {
+			reclaimed += !unit;
+			h->owner[p] = o = 0;	/* before the index: a kill then leaves them free */
+		}
+		if (unit)
+			SETBIT(claim, p);
+		if (o || unit)
+			SETBIT(keep, p);
+	}
+	err = lane_rebuild(l, h->chunk_pages, keep, claim, h->owner);
+out:
+	if (err)
+		hkv_log(HKV_LOG_ERR, "named pool %s: lane %u: rebuild failed: %s", h->name, li,
+			strerror(-err));
+	free(claim);
+	/* counts a pool lock holder may read: the lane lock is not theirs */
+	HKV_ADD(&h->recoveries, 1);
+	HKV_ADD(&h->reclaimed_pages, reclaimed);
+	hkv_probe_named_recover(named_local_id(h), reclaimed, 0, 0);
+}
+
 /**
  * named_recover() - restore a pool whose lock's holder died
- * @h: the pool's header (locked, the mutex inconsistent)
+ * @h: the pool's header
+ * @lane: a lane whose lock's holder died (its lock held), or
+ *	NAMED_RECOVER_DEAD (the pool lock's holder died) or
+ *	NAMED_RECOVER_SWEEP (a lane was repaired before: its old index to
+ *	sweep), both with every lock held
  */
-void named_recover(struct named_hdr *h)
+void named_recover(struct named_hdr *h, int lane)
 {
 	uint64_t before = h->reclaimed_pages, dropped = h->dropped_units;
 
-	h->recoveries++;
-	hkv_log(HKV_LOG_WARN, "named pool %s: a process died holding the pool's lock; "
-		"rebuilding its indexes", h->name);
+	if (lane >= 0) {
+		hkv_log(HKV_LOG_WARN, "named pool %s: a process died holding lane %d's lock; "
+			"rebuilding the lane", h->name, lane);
+		lane_repair(h, (unsigned)lane);
+		return;
+	}
+	if (lane == NAMED_RECOVER_DEAD) {
+		h->recoveries++;
+		hkv_log(HKV_LOG_WARN, "named pool %s: a process died holding the pool's "
+			"locks; rebuilding its indexes", h->name);
+	}
 	if (rebuild(h, 0))
 		return;
-	hkv_probe_named_recover(named_local_id(h), h->reclaimed_pages - before,
-				h->res->nunits, h->dropped_units - dropped);
+	if (lane == NAMED_RECOVER_DEAD)
+		hkv_probe_named_recover(named_local_id(h), h->reclaimed_pages - before,
+					h->res->nunits, h->dropped_units - dropped);
 }
 
 /**
@@ -482,7 +505,7 @@ int named_check(struct hkv_pool *pool)
 	bool used[HKV_NAMED_SLOTS + 1] = { true };
 	int err = 0;
 
-	named_lock(h);
+	named_lock_all(h);
 	named_reap(h);
 	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++)
 		used[i + 1] = h->slot[i].pid != 0;
@@ -505,6 +528,6 @@ int named_check(struct hkv_pool *pool)
 			}
 		}
 	}
-	named_unlock(h);
+	named_unlock_all(h);
 	return err;
 }

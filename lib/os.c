@@ -162,6 +162,25 @@ static int os_futex_wake(int *addr, int n)
 	return woken < 0 ? -errno : (int)woken;
 }
 
+/* a futex in a file several processes map (named pools' locks): a timed
+ * wait, so that a waiter can look whether the holder died */
+static int os_futex_wait_shared(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
+{
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
+			       (long)(timeout_ns % 1000000000ull) };
+
+	if (syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static int os_futex_wake_shared(uint32_t *addr, int n)
+{
+	long woken = syscall(SYS_futex, addr, FUTEX_WAKE, n, NULL, NULL, 0);
+
+	return woken < 0 ? -errno : (int)woken;
+}
+
 static int os_membarrier(int cmd)
 {
 	return syscall(SYS_membarrier, cmd, 0, 0) < 0 ? -errno : 0;
@@ -233,6 +252,8 @@ const struct os_ops os_default_ops = {
 	.now_ns = os_now_ns,
 	.futex_wait = os_futex_wait,
 	.futex_wake = os_futex_wake,
+	.futex_wait_shared = os_futex_wait_shared,
+	.futex_wake_shared = os_futex_wake_shared,
 	.membarrier = os_membarrier,
 	.open_file = os_open_file,
 	.fstat = os_fstat,

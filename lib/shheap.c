@@ -12,11 +12,13 @@
  * cache-line aligned structures they hold. Only whole pages the payloads
  * touch take memory: the file is sparse.
  *
- * Every change is one store of a word (a list head, the bump pointer), made
- * last: a process killed in the middle of an allocation or free leaks at
- * most that block, never breaks a list. A new block's header is written
- * before the bump pointer passes it, so the blocks below the bump pointer
- * can always be walked (shheap_sweep()). Callers hold the pool's lock.
+ * Every change is one compare-and-swap of a word (a list head, the bump
+ * pointer), made last: a process killed in the middle of an allocation or
+ * free leaks at most that block, never breaks a list. A new block's header
+ * is written before the bump pointer passes it, so the blocks below the
+ * bump pointer can always be walked (shheap_sweep()). Lock-free: the
+ * holders of a named pool's lane locks allocate at once (extent indexes
+ * grow); shheap_sweep() alone needs every lock of the pool held.
  */
 #include "internal.h"
 
@@ -55,10 +57,82 @@ static unsigned shheap_class(uint64_t bytes)
 	return c;
 }
 
+/* a free list head: a block's address and, above it, a count of the
+ * head's changes, so that a pop whose head was popped and pushed again
+ * in between fails its compare-and-swap (the ABA case) */
+#define SHHEAP_ADDR	((1ull << 48) - 1)
+#define SHHEAP_TAG1	(1ull << 48)
+
+/* the head block of class c's free list, unlinked; NULL when it is empty */
+static struct shblk *shheap_pop(struct shheap *h, unsigned c)
+{
+	uint64_t old = __atomic_load_n(&h->free_head[c], __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		struct shblk *b = (struct shblk *)(uintptr_t)(old & SHHEAP_ADDR);
+		uint64_t next;
+
+		if (!b)
+			return NULL;
+		/* b may be taken meanwhile: then the swap below fails */
+		next = HKV_LOAD(&b->next) & SHHEAP_ADDR;
+		if (__atomic_compare_exchange_n(&h->free_head[c], &old,
+						next | ((old + SHHEAP_TAG1) & ~SHHEAP_ADDR),
+						false, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+			return b;
+	}
+}
+
+/*
+ * A new block of class c at the bump pointer. Its header is claimed with a
+ * compare-and-swap from zero (memory above the bump pointer was never
+ * written) before the bump pointer passes it: a block below the pointer is
+ * always walkable. A caller that finds a header claimed above the pointer
+ * (its claimer is between its two swaps, or was killed there) moves the
+ * pointer past it for it, then tries the next place.
+ */
+static struct shblk *shheap_bump(struct shheap *h, unsigned c)
+{
+	uint64_t size = 1ull << c, at = __atomic_load_n(&h->top, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		struct shblk *b = (struct shblk *)(uintptr_t)at;
+		uint64_t mine = SHBLK_MAGIC | c, seen = 0;
+
+		if (size > h->end - at)
+			return NULL;
+		if (__atomic_compare_exchange_n(&b->magic, &seen, mine, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			uint64_t want = at;
+
+			/* fails only when a helper moved it past this block */
+			__atomic_compare_exchange_n(&h->top, &want, at + size, false,
+						    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+			return b;
+		}
+		if ((seen & ~0xffull) == SHBLK_MAGIC && (seen & 0xff) >= SHHEAP_MIN_CLASS &&
+		    (seen & 0xff) < SHHEAP_CLASSES) {
+			uint64_t want = at;
+
+			__atomic_compare_exchange_n(&h->top, &want, at + (1ull << (seen & 0xff)),
+						    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+		}
+		at = __atomic_load_n(&h->top, __ATOMIC_ACQUIRE);
+		if ((uint64_t)(uintptr_t)b == at) {	/* not a header: unreadable */
+			hkv_log(HKV_LOG_ERR, "named pool heap: block at %#llx unreadable",
+				(unsigned long long)at);
+			return NULL;
+		}
+	}
+}
+
 /**
  * shheap_alloc() - a zeroed block
  * @h: the heap
  * @bytes: payload size
+ *
+ * Lock-free (holders of different locks of one pool allocate at once):
+ * a free list is popped, or the bump pointer moved, by one compare-and-swap.
  *
  * Return: the payload (64-byte aligned), or NULL when the heap is full.
  */
@@ -66,32 +140,26 @@ void *shheap_alloc(struct shheap *h, uint64_t bytes)
 {
 	unsigned c = shheap_class(bytes);
 	struct shblk *b;
-	uint64_t at, size;
+	uint64_t size;
 
 	if (c >= SHHEAP_CLASSES)
 		return NULL;
 	size = 1ull << c;
-	if (h->free_head[c]) {
-		b = (struct shblk *)(uintptr_t)h->free_head[c];
+	b = shheap_pop(h, c);
+	if (b) {
 		if ((b->magic & ~0xffull) != SHBLK_FREED) {
 			hkv_log(HKV_LOG_ERR, "named pool heap: free list %u broken", c);
 			return NULL;
 		}
-		HKV_STORE(&h->free_head[c], b->next);	/* the one store */
 		memset((char *)b + SHBLK_HDR, 0, HKV_MIN(bytes, size - SHBLK_HDR));
 		b->magic = SHBLK_MAGIC | c;
-		b->next = 0;
-		b->bytes = bytes;
 	} else {
-		at = h->top;
-		if (size > h->end - at)
+		b = shheap_bump(h, c);		/* never touched: zero */
+		if (!b)
 			return NULL;
-		b = (struct shblk *)(uintptr_t)at;	/* never touched: zero */
-		b->magic = SHBLK_MAGIC | c;		/* walkable before it counts */
-		b->next = 0;
-		b->bytes = bytes;
-		HKV_STORE(&h->top, at + size);		/* the one store */
 	}
+	HKV_STORE(&b->next, 0);
+	b->bytes = bytes;
 	HKV_ADD(&h->used, size);
 	return (char *)b + SHBLK_HDR;
 }
@@ -114,6 +182,7 @@ static struct shblk *shheap_blk(const struct shheap *h, const void *p)
 void shheap_free(struct shheap *h, void *p)
 {
 	struct shblk *b;
+	uint64_t old;
 	unsigned c;
 
 	if (!p)
@@ -125,9 +194,14 @@ void shheap_free(struct shheap *h, void *p)
 	}
 	c = (unsigned)(b->magic & 0xff);
 	b->magic = SHBLK_FREED | c;
-	b->next = h->free_head[c];
 	HKV_ADD(&h->used, -(1ull << c));
-	HKV_STORE(&h->free_head[c], (uint64_t)(uintptr_t)b);	/* the one store */
+	old = HKV_LOAD(&h->free_head[c]);
+	do	/* the one change: the head's swap (release: the header with it) */
+		HKV_STORE(&b->next, old & SHHEAP_ADDR);
+	while (!__atomic_compare_exchange_n(&h->free_head[c], &old,
+					    (uint64_t)(uintptr_t)b |
+					    ((old + SHHEAP_TAG1) & ~SHHEAP_ADDR),
+					    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
 /**
@@ -209,13 +283,15 @@ uint64_t shheap_sweep(struct shheap *h, bool (*keep)(void *ctx, const void *payl
 			used += 1ull << c;
 		} else {
 			b->magic = SHBLK_FREED | c;
-			b->next = heads[c];
+			HKV_STORE(&b->next, heads[c]);
 			heads[c] = at;
 		}
 		at += 1ull << c;
 	}
+	/* the tags go on counting: a stale pop of a killed caller fails */
 	for (unsigned c = 0; c < SHHEAP_CLASSES; c++)
-		HKV_STORE(&h->free_head[c], heads[c]);
+		HKV_STORE(&h->free_head[c], heads[c] | ((HKV_LOAD(&h->free_head[c]) +
+							 SHHEAP_TAG1) & ~SHHEAP_ADDR));
 	HKV_STORE(&h->used, used);
 	return used;
 }
