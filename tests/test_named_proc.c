@@ -11,11 +11,15 @@
  * - a holder killed inside the lock: a child takes the pool's lock, tears
  *   the indexes and is killed; the next caller rebuilds, units and their
  *   bytes survive, the child's pages come back, counted.
+ * - a lane's holder killed inside its lock: the other lanes go on, the
+ *   lane is repaired (alone, or with the pool), its pages come back.
  * - the kill fuzzer: hundreds of children killed with SIGKILL at random
  *   points of a loop of every call (detach and attach too); after each
  *   kill: hkv_check() clean,
  *   free + in units + held by this (live) process = all pages, every
- *   unit's bytes intact. HKV_KILLS sets the number of kills (default 150).
+ *   unit's bytes intact; one child at a time, and three at once (a dead
+ *   one's locks met by the living). HKV_KILLS sets the number of kills
+ *   (default 150 each).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -283,6 +287,100 @@ static void test_killed_holder(void **state)
 	assert_int_equal(hkv_pool_unlink("torn"), 0);
 }
 
+/* ---- a lane's holder killed inside its lock ----------------------------------- */
+
+static int lane_torn_child(void *arg)
+{
+	struct hkv_pool *p = NULL;
+	struct hkv_extent e[4];
+	struct lane *l;
+
+	(void)arg;
+	if (hkv_pool_attach("lanetorn", 0, &p))
+		return 1;
+	if (hkv_alloc(p, 6, 1, 0, e, 4) != 1)	/* held outside units: comes back */
+		return 2;
+	l = &p->lanes[1];
+	lane_lock(l);
+	/* an allocation killed half-way: counts and an extent torn */
+	l->xi.free_pages -= 4;
+	l->xi.largest = 1;
+	raise(SIGKILL);
+	return 5;
+}
+
+/*
+ * A process killed while it holds one lane's lock (and not the pool's):
+ * the others go on. first: the first call after the kill: 0 an allocation
+ * on that lane (the lane is repaired alone, the pool rebuilt at the next
+ * pool lock), 1 hkv_check() (every lock: the pool rebuilt), 2 a unit's
+ * removal on that lane (the pool lock held: the lane repaired alone).
+ */
+static void lane_killed(uintptr_t first)
+{
+	struct hkv_pool *p = mk("lanetorn", 256, 2, 0);
+	struct hkv_named_info info = { .sz = sizeof(info) };
+	struct hkv_extent e[4], mine, other, u1;
+	uint64_t pages;
+	int status;
+	pid_t pid;
+
+	assert_int_equal(hkv_alloc(p, 3, 1, 0, &mine, 1), 1);	/* this process's */
+	assert_int_equal(hkv_alloc(p, 5, 0, 0, &other, 1), 1);
+	assert_int_equal(hkv_alloc(p, 7, 1, 0, &u1, 1), 1);
+	fill_unit(p, &u1, 1);
+	assert_int_equal(hkv_unit_add(p, 71, &u1, 1), 0);
+	assert_int_equal(hkv_alloc(p, 2, 1, 0, e, 1), 1);
+	fill_unit(p, e, 1);
+	assert_int_equal(hkv_unit_add(p, 72, e, 1), 0);
+	pid = fork();
+	if (pid == 0)
+		_exit(lane_torn_child(NULL));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* the other lane was never blocked */
+	assert_int_equal(hkv_free(p, &other, 1), 0);
+	if (first == 0) {
+		assert_int_equal(hkv_alloc(p, 4, 1, 0, e, 4), 1);
+		assert_int_equal(hkv_free(p, e, 1), 0);
+	} else if (first == 2) {
+		assert_int_equal(hkv_unit_remove(p, 72, HKV_UNIT_FREE), 0);
+	}
+	assert_int_equal(hkv_check(p), 0);
+	assert_int_equal(hkv_pool_info(p, &info), 0);
+	assert_true(info.recoveries >= 1);
+	assert_int_equal(info.reclaimed_pages, 6);
+	assert_int_equal(info.nattached, 1);
+	assert_int_equal(units_intact(p, &pages), 0);
+	assert_int_equal(pages, first == 2 ? 7 : 9);
+	assert_int_equal(hkv_available(p), 256 - pages - 3);
+	/* the pool works on */
+	assert_int_equal(hkv_free(p, &mine, 1), 0);
+	assert_int_equal(hkv_evict(p, 256), (int64_t)pages);
+	assert_int_equal(hkv_available(p), 256);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+	assert_int_equal(hkv_pool_unlink("lanetorn"), 0);
+}
+
+static void test_lane_killed_alloc(void **state)
+{
+	(void)state;
+	lane_killed(0);
+}
+
+static void test_lane_killed_check(void **state)
+{
+	(void)state;
+	lane_killed(1);
+}
+
+static void test_lane_killed_unit(void **state)
+{
+	(void)state;
+	lane_killed(2);
+}
+
 /* ---- pins of processes that leave ------------------------------------------ */
 
 static int pin_child(void *arg)
@@ -423,41 +521,51 @@ static void fuzz_child(uint64_t seed, int ready)
 	}
 }
 
-static void test_kill_fuzzer(void **state)
+/*
+ * nkids children at once; each kill leaves the others running into what
+ * it held (and maybe killed inside their own recovery), then the next is
+ * killed, until none is left; the books are checked after each round.
+ */
+static void kill_fuzzer(unsigned nkids, unsigned dflt)
 {
 	struct hkv_pool *p = mk("fuzz", 1536, 3, 64);
 	struct hkv_named_info info = { .sz = sizeof(info) };
 	struct hkv_stats st = { .sz = sizeof(st) };
 	const char *env = getenv("HKV_KILLS");
-	unsigned kills = env ? (unsigned)atoi(env) : 150;
+	unsigned kills = env ? (unsigned)atoi(env) : dflt;
 	struct hkv_extent mine[4];
 	uint64_t s = (uint64_t)time(NULL) | 1, pages, held = 0;
 	int n, status;
 
-	(void)state;
 	/* this live process holds pages through it all */
 	n = hkv_alloc(p, 40, HKV_LANE_ANY, 0, mine, 4);
 	assert_true(n >= 1);
 	for (int i = 0; i < n; i++)
 		held += mine[i].len;
 	printf("kill fuzzer: seed %llu, %u kills\n", (unsigned long long)s, kills);
-	for (unsigned k = 0; k < kills; k++) {
-		struct timespec ts = { 0, (long)(rnd(&s) % 2000000) };
-		int fds[2];
-		pid_t pid;
-		char c;
+	for (unsigned k = 0; k < kills; k += nkids) {
+		pid_t pid[4];
 
-		assert_int_equal(pipe(fds), 0);
-		pid = fork();
-		if (pid == 0)
-			fuzz_child(k + 1, fds[1]);
-		assert_true(pid > 0);
-		close(fds[1]);
-		assert_int_equal(read(fds[0], &c, 1), 1);	/* attached: now the kill */
-		close(fds[0]);
-		nanosleep(&ts, NULL);
-		kill(pid, SIGKILL);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
+		for (unsigned i = 0; i < nkids; i++) {
+			int fds[2];
+			char c;
+
+			assert_int_equal(pipe(fds), 0);
+			pid[i] = fork();
+			if (pid[i] == 0)
+				fuzz_child(k + i + 1, fds[1]);
+			assert_true(pid[i] > 0);
+			close(fds[1]);
+			assert_int_equal(read(fds[0], &c, 1), 1);	/* attached */
+			close(fds[0]);
+		}
+		for (unsigned i = 0; i < nkids; i++) {	/* now the kills */
+			struct timespec ts = { 0, (long)(rnd(&s) % 2000000) };
+
+			nanosleep(&ts, NULL);
+			kill(pid[i], SIGKILL);
+			assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+		}
 		/* recovery (if it died inside a call) and reaping, then the books */
 		assert_int_equal(hkv_check(p), 0);
 		assert_int_equal(hkv_stats(p, &st), 0);
@@ -476,13 +584,30 @@ static void test_kill_fuzzer(void **state)
 	assert_int_equal(hkv_pool_unlink("fuzz"), 0);
 }
 
+static void test_kill_fuzzer(void **state)
+{
+	(void)state;
+	kill_fuzzer(1, 150);
+}
+
+/* three children at once: locks of the dead met by the living */
+static void test_kill_fuzzer_many(void **state)
+{
+	(void)state;
+	kill_fuzzer(3, 150);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_killed_holder),
 		cmocka_unit_test(test_pins_dropped),
+		cmocka_unit_test(test_lane_killed_alloc),
+		cmocka_unit_test(test_lane_killed_check),
+		cmocka_unit_test(test_lane_killed_unit),
 		cmocka_unit_test(test_kill_fuzzer),
+		cmocka_unit_test(test_kill_fuzzer_many),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
