@@ -424,10 +424,22 @@ void named_cb_leave(const struct named_tls *save)
  */
 int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
 {
+	struct named_hdr *h = l->named;
+	struct named_tls *t = &named_tls;	/* one look-up for the lock and unlock */
+	uint8_t slot1 = local_slot(h);
+	uint32_t v = 0;
 	int ret;
 
-	named_lane_lock(l);
+	if (unlikely(!__atomic_compare_exchange_n(lane_word(l), &v, lock_word(t, slot1), false,
+						  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))) {
+		named_lane_lock(l);
+		ret = fn(pool, l, c);
+		named_lane_unlock(l);
+		return ret;
+	}
+	hold_enter(t, h, slot1);
 	ret = fn(pool, l, c);
-	named_lane_unlock(l);
+	hold_leave(t);
+	word_unlock(lane_word(l));
 	return ret;
 }
