@@ -719,6 +719,8 @@ struct lane_defer {
 	struct lane_defer_ent ent[LANE_DEFER_SIZE] __attribute__((aligned(64)));
 };
 
+/* a named pool's lane (l->named set) uses lock, busy, bias and quiet its
+ * own way: named_lock.c (lock and bias: a holder's word, not 0/1) */
 struct lane {
 	int lock;		/* LANE_UNLOCKED, _LOCKED, _SLEEPERS (lane_lock()) */
 	int busy;		/* the owner runs a call without the lock (bias) */

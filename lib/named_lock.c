@@ -29,11 +29,25 @@
  * - a lane lock's holder died while a dead process holds the pool lock:
  *   the pool lock is taken first (a full rebuild), then the lane again.
  *
+ * A lane used by one thread only is biased to it (as a private pool's
+ * lane, lane_call.c): after LANE_BIAS_AFTER calls of the lane under its
+ * lock with no bias revoked, its last holder runs its lane_call()s
+ * without the lock word, announcing each in l->busy with a plain store
+ * and then reading the lock word free. Whoever takes the lock word then
+ * revokes the bias: membarrier(2) of every registered process (global,
+ * expedited) makes the owner's busy store visible or its look at the lock
+ * word see it held, then it waits for busy to clear. An owner killed
+ * inside a biased call leaves busy set: the revoker finds it dead as it
+ * would find a dead lock holder, and repairs the lane the same way. For a
+ * named lane, l->bias holds the biased thread's lock word (0: none) and
+ * l->quiet the calls under the lock since the last revocation.
+ *
  * The pool lock is recursive (the residency then lanes_lock() of the same
  * call; a call from an evict callback); lane locks are not. While it
  * holds a lock a thread allocates bookkeeping from the file's heap
  * (meta_heap_swap()); the heap is lock-free (shheap.c).
  */
+#include <linux/membarrier.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -251,6 +265,79 @@ static inline void hold_leave(struct named_tls *t)
 		t->heap = t->before;
 }
 
+/* may this process bias lanes? It registers for expedited global
+ * membarrier(2) (once per fork generation: a child is another process) */
+static bool bias_allowed(void)
+{
+	static uint64_t gen;	/* fork_gen + 1 when ok was found */
+	static bool ok;
+	uint64_t g = HKV_LOAD(&fork_gen) + 1;
+	bool r;
+
+	if (likely(HKV_LOAD(&gen) == g))
+		return HKV_LOAD(&ok);
+	r = env_get()->lane_bias != 0 &&
+	    !os_default_ops.membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+	HKV_STORE(&ok, r);
+	HKV_STORE(&gen, g);
+	return r;
+}
+
+/* a call under the lane's lock ended: its holder had the lane to itself
+ * long enough, so the lane is biased to it (the lock still held) */
+static inline void bias_count(struct lane *l, uint32_t me)
+{
+	if (unlikely(++l->quiet >= LANE_BIAS_AFTER)) {
+		l->quiet = 0;
+		if (bias_allowed())
+			HKV_STORE(&l->bias, (int)me);
+	}
+}
+
+/*
+ * The lane's lock word just taken: another thread's bias revoked (see the
+ * top of this file). Returns true when the biased thread died inside a
+ * call (busy left set): the lane is then to be repaired like a dead
+ * holder's.
+ */
+static bool bias_revoke(const struct named_hdr *h, struct lane *l, uint32_t me)
+{
+	uint32_t b = (uint32_t)HKV_LOAD(&l->bias);
+	uint64_t look = 0;
+	bool dead = false;
+
+	if (likely(!b) || b == me)
+		return false;
+	/* the owner registered before it took the bias; GLOBAL waits longer
+	 * (a grace period) where the expedited command is refused */
+	if (os_default_ops.membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED))
+		(void)os_default_ops.membarrier(MEMBARRIER_CMD_GLOBAL);
+	for (unsigned spin = 0; __atomic_load_n(&l->busy, __ATOMIC_ACQUIRE); spin++) {
+		uint64_t now;
+
+		if (spin < NL_SPIN) {
+			cpu_relax();
+			continue;
+		}
+		/* its call is long (preempted): nap on busy, nobody wakes it */
+		os_default_ops.futex_wait_shared((uint32_t *)&l->busy, 1, NL_LOOK_NS / 64);
+		now = os_default_ops.now_ns();
+		if (!look) {
+			look = now;
+		} else if (now - look > NL_LOOK_NS) {
+			if (!holder_alive(h, b)) {
+				dead = true;
+				HKV_STORE(&l->busy, 0);
+				break;
+			}
+			look = now;
+		}
+	}
+	HKV_STORE(&l->bias, 0);
+	l->quiet = 0;
+	return dead;
+}
+
 /*
  * The whole pool rebuilt: every lane lock taken (after the pool lock: the
  * order), those of dead holders taken over, the rebuild run, the lanes
@@ -260,8 +347,10 @@ static inline void hold_leave(struct named_tls *t)
 static void recover_all(struct named_hdr *h, uint32_t me, bool locked, int why)
 {
 	if (!locked)
-		for (unsigned i = 0; i < h->nlanes; i++)
+		for (unsigned i = 0; i < h->nlanes; i++) {
 			word_lock(h, lane_word(&h->lanes[i]), me);
+			bias_revoke(h, &h->lanes[i], me);	/* a dead owner's too */
+		}
 	HKV_LOAD(&named_recover_fn)(h, why);
 	HKV_STORE(&h->rebuild_due, 0);
 	if (!locked)
@@ -319,9 +408,12 @@ void named_lock_all(struct named_hdr *h)
 	bool dead = false;
 
 	named_lock(h);
-	me = h->lock & ~NL_WAITERS;	/* this thread's id, as the pool lock holds it */
-	for (unsigned i = 0; i < h->nlanes; i++)
+	/* this thread's id as the pool lock holds it (waiters may set their bit) */
+	me = __atomic_load_n(&h->lock, __ATOMIC_RELAXED) & ~NL_WAITERS;
+	for (unsigned i = 0; i < h->nlanes; i++) {
 		dead |= word_lock(h, lane_word(&h->lanes[i]), me);
+		dead |= bias_revoke(h, &h->lanes[i], me);
+	}
 	if (unlikely(dead))
 		recover_all(h, me, true, NAMED_RECOVER_DEAD);
 }
@@ -337,6 +429,41 @@ void named_unlock_all(struct named_hdr *h)
 	named_unlock(h);
 }
 
+/*
+ * The lane's lock word taken (dead: from a dead holder): a bias revoked,
+ * a dead holder's lane repaired (or the pool rebuilt, see the top of this
+ * file), then this thread's hold.
+ */
+static void lane_settle(struct named_hdr *h, struct lane *l, uint32_t me, uint8_t slot1,
+			bool dead)
+{
+	for (;;) {
+		uint32_t p, v = 0;
+
+		dead |= bias_revoke(h, l, me);
+		if (likely(!dead))
+			break;
+		p = __atomic_load_n(&h->lock, __ATOMIC_ACQUIRE) & ~NL_WAITERS;
+		if (p == me || !p || holder_alive(h, p)) {
+			/* nobody dead holds the pool lock: the lane alone */
+			hold_enter(&named_tls, h, slot1);
+			HKV_LOAD(&named_recover_fn)(h, (int)(l - h->lanes));
+			HKV_STORE(&h->rebuild_due, 1);
+			return;
+		}
+		/* the pool lock's holder is dead too: it may have been inside
+		 * a call on this lane's units; the whole pool is rebuilt, with
+		 * this lane (left held by the dead holder's id) taken over */
+		__atomic_store_n(lane_word(l), p | NL_WAITERS, __ATOMIC_RELEASE);
+		named_lock(h);
+		named_unlock(h);
+		dead = !__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
+						    __ATOMIC_RELAXED) &&
+		       word_lock_slow(h, lane_word(l), me);
+	}
+	hold_enter(&named_tls, h, slot1);
+}
+
 /**
  * named_lane_lock() - lane_lock() of a named pool's lane
  * @l: the lane
@@ -347,37 +474,10 @@ void named_unlock_all(struct named_hdr *h)
 void named_lane_lock(struct lane *l)
 {
 	struct named_hdr *h = l->named;
-	struct named_tls *t = &named_tls;
 	uint8_t slot1 = local_slot(h);
-	uint32_t me = lock_word(t, slot1), v = 0;
+	uint32_t me = lock_word(&named_tls, slot1);
 
-	if (likely(__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
-					       __ATOMIC_RELAXED))) {
-		hold_enter(t, h, slot1);
-		return;
-	}
-	while (word_lock_slow(h, lane_word(l), me)) {
-		uint32_t p = __atomic_load_n(&h->lock, __ATOMIC_ACQUIRE) & ~NL_WAITERS;
-
-		if (p == me || !p || holder_alive(h, p)) {
-			/* nobody dead holds the pool lock: the lane alone */
-			hold_enter(t, h, slot1);
-			HKV_LOAD(&named_recover_fn)(h, (int)(l - h->lanes));
-			HKV_STORE(&h->rebuild_due, 1);
-			return;
-		}
-		/* the pool lock's holder is dead too: it may have been inside
-		 * a call on this lane's units; the whole pool is rebuilt, with
-		 * this lane (left held by the dead holder's id) taken over */
-		__atomic_store_n(lane_word(l), v = p | NL_WAITERS, __ATOMIC_RELEASE);
-		named_lock(h);
-		named_unlock(h);
-		v = 0;
-		if (__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			break;
-	}
-	hold_enter(t, h, slot1);
+	lane_settle(h, l, me, slot1, word_lock(h, lane_word(l), me));
 }
 
 /**
@@ -427,18 +527,32 @@ int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct la
 	struct named_hdr *h = l->named;
 	struct named_tls *t = &named_tls;	/* one look-up for the lock and unlock */
 	uint8_t slot1 = local_slot(h);
-	uint32_t v = 0;
+	uint32_t me = lock_word(t, slot1), v = 0;
 	int ret;
 
-	if (unlikely(!__atomic_compare_exchange_n(lane_word(l), &v, lock_word(t, slot1), false,
-						  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))) {
-		named_lane_lock(l);
-		ret = fn(pool, l, c);
-		named_lane_unlock(l);
-		return ret;
+	if (likely((uint32_t)HKV_LOAD(&l->bias) == me)) {
+		/* announce, then look: the lock word free (acquire: a revoker's
+		 * release is seen with all it wrote) and the bias still ours */
+		HKV_STORE(&l->busy, 1);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* membarrier's side */
+		if (likely(__atomic_load_n(lane_word(l), __ATOMIC_ACQUIRE) == 0 &&
+			   (uint32_t)HKV_LOAD(&l->bias) == me)) {
+			hold_enter(t, h, slot1);
+			ret = fn(pool, l, c);
+			hold_leave(t);
+			__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
+			return ret;
+		}
+		__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
 	}
-	hold_enter(t, h, slot1);
+	if (likely(__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
+					       __ATOMIC_RELAXED)) &&
+	    likely(!HKV_LOAD(&l->bias)))
+		hold_enter(t, h, slot1);
+	else
+		lane_settle(h, l, me, slot1, v && word_lock_slow(h, lane_word(l), me));
 	ret = fn(pool, l, c);
+	bias_count(l, me);
 	hold_leave(t);
 	word_unlock(lane_word(l));
 	return ret;
