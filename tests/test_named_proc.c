@@ -18,7 +18,7 @@
  *   kill: hkv_check() clean,
  *   free + in units + held by this (live) process = all pages, every
  *   unit's bytes intact; one child at a time, and three at once (a dead
- *   one's locks met by the living). HKV_KILLS sets the number of kills
+ *   one's locks and biased lanes met by the living). HKV_KILLS sets the number of kills
  *   (default 150 each).
  */
 #include <errno.h>
@@ -289,19 +289,35 @@ static void test_killed_holder(void **state)
 
 /* ---- a lane's holder killed inside its lock ----------------------------------- */
 
+/* the lane biased to this thread: LANE_BIAS_AFTER calls of it alone */
+static int bias_lane(struct hkv_pool *p, unsigned lane)
+{
+	struct hkv_extent e;
+
+	for (unsigned i = 0; i < LANE_BIAS_AFTER + 8; i++)
+		if (hkv_alloc(p, 1, lane, 0, &e, 1) != 1 || hkv_free(p, &e, 1))
+			return -1;
+	return HKV_LOAD(&p->lanes[lane].bias) ? 0 : 1;
+}
+
+/* biased: inside a call without the lock word (busy set) */
 static int lane_torn_child(void *arg)
 {
 	struct hkv_pool *p = NULL;
 	struct hkv_extent e[4];
 	struct lane *l;
 
-	(void)arg;
 	if (hkv_pool_attach("lanetorn", 0, &p))
 		return 1;
 	if (hkv_alloc(p, 6, 1, 0, e, 4) != 1)	/* held outside units: comes back */
 		return 2;
 	l = &p->lanes[1];
-	lane_lock(l);
+	if (arg && bias_lane(p, 1))
+		return 3;
+	if (arg)
+		HKV_STORE(&l->busy, 1);
+	else
+		lane_lock(l);
 	/* an allocation killed half-way: counts and an extent torn */
 	l->xi.free_pages -= 4;
 	l->xi.largest = 1;
@@ -316,7 +332,7 @@ static int lane_torn_child(void *arg)
  * pool lock), 1 hkv_check() (every lock: the pool rebuilt), 2 a unit's
  * removal on that lane (the pool lock held: the lane repaired alone).
  */
-static void lane_killed(uintptr_t first)
+static void lane_killed(uintptr_t first, bool biased)
 {
 	struct hkv_pool *p = mk("lanetorn", 256, 2, 0);
 	struct hkv_named_info info = { .sz = sizeof(info) };
@@ -335,7 +351,7 @@ static void lane_killed(uintptr_t first)
 	assert_int_equal(hkv_unit_add(p, 72, e, 1), 0);
 	pid = fork();
 	if (pid == 0)
-		_exit(lane_torn_child(NULL));
+		_exit(lane_torn_child((void *)(uintptr_t)biased));
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	/* the other lane was never blocked */
@@ -366,19 +382,28 @@ static void lane_killed(uintptr_t first)
 static void test_lane_killed_alloc(void **state)
 {
 	(void)state;
-	lane_killed(0);
+	lane_killed(0, false);
 }
 
 static void test_lane_killed_check(void **state)
 {
 	(void)state;
-	lane_killed(1);
+	lane_killed(1, false);
 }
 
 static void test_lane_killed_unit(void **state)
 {
 	(void)state;
-	lane_killed(2);
+	lane_killed(2, false);
+}
+
+/* the same three with the lane biased to the killed process, killed
+ * inside a call that took no lock word */
+static void test_lane_killed_biased(void **state)
+{
+	(void)state;
+	for (uintptr_t first = 0; first < 3; first++)
+		lane_killed(first, true);
 }
 
 /* ---- pins of processes that leave ------------------------------------------ */
@@ -497,7 +522,10 @@ static void fuzz_child(uint64_t seed, int ready)
 				hkv_unit_split(p, ids[(r >> 8) % HKV_MIN(nu, 64)], 1, id ^ 0x80000);
 			break;
 		case 5:
-			hkv_evict(p, hkv_available(p) + 1 + (r >> 8) % 16);
+			if (r & 1)	/* long enough for a bias, killed inside or not */
+				bias_lane(p, (r >> 4) % 3);
+			else
+				hkv_evict(p, hkv_available(p) + 1 + (r >> 8) % 16);
 			break;
 		case 6:
 			nu = hkv_unit_list(p, ids, 64);
@@ -606,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_lane_killed_alloc),
 		cmocka_unit_test(test_lane_killed_check),
 		cmocka_unit_test(test_lane_killed_unit),
+		cmocka_unit_test(test_lane_killed_biased),
 		cmocka_unit_test(test_kill_fuzzer),
 		cmocka_unit_test(test_kill_fuzzer_many),
 	};
