@@ -3,7 +3,9 @@
  * test_named_thread.c - a named pool used by several threads of one
  * process at once (under TSan in make check): allocations on own lanes and
  * HKV_LANE_ANY, frees, units made, pinned, split and removed, evictions
- * and checks, all through the pool's one process-shared robust lock; then
+ * and checks, through the pool's lane locks and pool lock in the file;
+ * bursts on a thread's own lane long enough to bias it to that thread,
+ * revoked by the others' calls; then
  * every page is free again and hkv_check() is clean. A second handle on the
  * same pool cannot exist in one process (-EADDRINUSE), so the threads share
  * the creator's.
@@ -23,6 +25,7 @@
 
 #define NTHREADS	4
 #define OPS		20000
+#define BURST		17000	/* > the calls after which a lane is biased */
 
 struct worker {
 	struct hkv_pool *p;
@@ -76,6 +79,9 @@ static void *work(void *arg)
 		}
 		if ((r & 1023) == 0 && hkv_check(w->p))
 			w->err = 6;
+		for (int i = 0; op % 5000 == 0 && i < BURST && !w->err; i++)
+			if (hkv_alloc(w->p, 1, w->id, 0, e, 1) == 1 && hkv_free(w->p, e, 1))
+				w->err = 8;
 	}
 	for (unsigned i = 0; i < 32; i++)
 		if (nh[i] && hkv_free(w->p, held[i], (unsigned)nh[i]))
