@@ -316,6 +316,9 @@ static void test_refusals(void **state)
 	v = 999;
 	assert_int_equal(pwrite(fd, &v, 4, offsetof(struct named_id, layout)), 4);
 	assert_int_equal(in_child(child_attach_rc, "ref"), EPROTO);
+	v = 1;		/* the one pthread mutex for the whole pool */
+	assert_int_equal(pwrite(fd, &v, 4, offsetof(struct named_id, layout)), 4);
+	assert_int_equal(in_child(child_attach_rc, "ref"), EPROTO);
 	v = NAMED_LAYOUT;
 	assert_int_equal(pwrite(fd, &v, 4, offsetof(struct named_id, layout)), 4);
 	/* a creation that did not finish */
