@@ -20,7 +20,7 @@
  * taken over by a compare-and-swap of the word it left (one waiter wins)
  * and the pool repaired before the call goes on:
  * - the pool lock's holder died: every lane lock is taken too and the
- *   whole pool rebuilt (named_recover_fn(h, -1));
+ *   whole pool rebuilt (named_recover_fn(h, NAMED_RECOVER_DEAD));
  * - a lane lock's holder died, the pool lock held by nobody dead: only
  *   the lane is rebuilt (named_recover_fn(h, lane)), from what its holder
  *   could not touch (in-unit bits: changed under the pool lock, and owner

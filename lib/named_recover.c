@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * named_recover.c - what the next caller does when a process of a named
- * pool died: inside a call (its lock found EOWNERDEAD), or outside one (its
- * slot found dead at an attach, a check or a detach).
+ * pool died: inside a call (one of the pool's locks found held by it,
+ * named_lock.c), or outside one (its slot found dead at an attach, a check
+ * or a detach).
  *
  * What recovery trusts (each changed by single stores, in an order that a
  * kill at any instruction leaves readable): the units (the id hash: a unit
  * is linked in by one store once it is complete, unlinked by one store;
  * its extents), the per-page owner bytes (h->owner: the slot + 1 of the
- * process holding the page outside units, written under the lock next to
- * the allocated bits), the process slots and the heap (shheap.c: at worst
+ * process holding the page outside units, written under the lane's lock
+ * next to the allocated bits), the process slots and the heap (shheap.c: at worst
  * a leaked block). What it rebuilds from them: every lane's free-extent
  * index (allocated = in a unit, or held by a live process; everything
  * else is free), the in_unit bits, the LRU lists (by the units' stamps),
@@ -274,7 +275,7 @@ static uint64_t pins_apply(struct named_hdr *h, const uint8_t *live)
 
 /*
  * Everything derived, from what recovery trusts; slots of dead processes
- * (and gone, the slot + 1 in the mask) freed. The caller holds the lock.
+ * (and gone, the slot + 1 in the mask) freed. The caller holds every lock.
  */
 static int rebuild(struct named_hdr *h, uint64_t gone)
 {
@@ -373,7 +374,7 @@ static bool slots_settle(struct named_hdr *h, uint64_t mask)
 
 /**
  * named_release_slot() - a process leaves the pool (detach)
- * @h: the pool's header (locked)
+ * @h: the pool's header (every lock held)
  * @slot: its slot
  *
  * What it still holds outside units is given back (a process that detaches
@@ -390,7 +391,7 @@ void named_release_slot(struct named_hdr *h, unsigned slot)
 /**
  * named_reap() - free the slots of dead processes and give back what they
  * held outside units
- * @h: the pool's header (locked)
+ * @h: the pool's header (every lock held)
  */
 void named_reap(struct named_hdr *h)
 {
