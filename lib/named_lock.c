@@ -526,7 +526,7 @@ int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct la
 {
 	struct named_hdr *h = l->named;
 	struct named_tls *t = &named_tls;	/* one look-up for the lock and unlock */
-	uint8_t slot1 = local_slot(h);
+	uint8_t slot1 = (uint8_t)(pool->named->slot + 1);	/* local_slot(h), known */
 	uint32_t me = lock_word(t, slot1), v = 0;
 	int ret;
 
