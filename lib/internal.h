@@ -918,8 +918,13 @@ static inline __attribute__((always_inline)) int lane_call(struct hkv_pool *pool
 	int ret;
 
 	c->pool = pool;
-	if (unlikely(l->named))		/* its line is read anyway (defer) */
-		return named_lane_call(pool, l, fn, c);
+	if (unlikely(l->named)) {	/* its line is read anyway (defer) */
+		/* a copy: c's own address then escapes nowhere, and the
+		 * compiler keeps its fields in registers on the paths below */
+		struct lane_call nc = *c;
+
+		return named_lane_call(pool, l, fn, &nc);
+	}
 	if (likely(lane_owned(l))) {
 		if (likely(HKV_LOAD(&l->bias))) {
 			/* announce, then look: the lock free (acquire: a

@@ -12,7 +12,10 @@
  * one thread allocates and picks the victims, and hands each victim through
  * a single-producer ring to the other thread, which frees it. Ops are the
  * allocations plus the frees; time runs until the last handed victim is
- * freed.
+ * freed. handoff64 hands victims over 64 at a time (a finished backup's
+ * frees); harness64 runs the same threads, ring and batches with stand-ins
+ * for hkv_alloc() and hkv_free() that do nothing: the hand-over's own cost,
+ * the ceiling handoff64 is measured against.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +36,8 @@ struct ring {			/* single producer, single consumer */
 	struct rec slot[RING_SIZE];
 	uint64_t head __attribute__((aligned(64)));	/* written by the consumer */
 	uint64_t tail __attribute__((aligned(64)));	/* written by the producer */
+	uint64_t fill;		/* the producer's next slot (>= tail: not published) */
+	unsigned batch;		/* victims published at once */
 	int done;		/* producer finished */
 };
 
@@ -42,6 +47,7 @@ struct lthread {
 	unsigned lane, cpu;
 	uint64_t ops;		/* measured: the workload's, 0 for a consumer */
 	struct workload w;	/* this thread's share of the space */
+	bool harness;		/* stand-ins for hkv_alloc() and hkv_free() */
 	pthread_barrier_t *bar;
 	struct hkv_stats *st0;	/* the pool's counters when measuring starts */
 	uint64_t ns;		/* measured loop */
@@ -55,14 +61,20 @@ struct lcfg {
 	unsigned threads, nlanes;
 	bool shared;		/* all threads on lane 0 */
 	bool handoff;		/* thread 0 allocates, thread 1 frees */
+	unsigned batch;		/* handoff: victims handed over at once */
+	bool harness;		/* handoff without the pool's calls */
 };
 
-#define NCFG	4
+#define NCFG	6
+#define CFG_HANDOFF64	4
+#define CFG_HARNESS64	5
 static const struct lcfg lcfgs[NCFG] = {
-	{ "1 thread", "one_thread", 1, 1, false, false },
-	{ "2 threads, own lanes", "two_lanes", 2, 2, false, false },
-	{ "2 threads, one lane", "one_lane", 2, 1, true, false },
-	{ "2 threads, handoff", "handoff", 2, 1, true, true },
+	{ "1 thread", "one_thread", 1, 1, false, false, 0, false },
+	{ "2 threads, own lanes", "two_lanes", 2, 2, false, false, 0, false },
+	{ "2 threads, one lane", "one_lane", 2, 1, true, false, 0, false },
+	{ "2 threads, handoff", "handoff", 2, 1, true, true, 1, false },
+	{ "2 threads, handoff 64", "handoff64", 2, 1, true, true, 64, false },
+	{ "harness alone, 64", "harness64", 2, 1, true, true, 64, true },
 };
 
 struct lanes_opts {
@@ -76,6 +88,8 @@ struct lanes_opts {
 	double deferred[NCFG][LANES_MAX_REPEAT], deferred_med[NCFG];	/* share of frees */
 	/* per-round ratio to one thread: median, lowest, highest */
 	double ratio_med[NCFG], ratio_min[NCFG], ratio_max[NCFG];
+	/* handoff64 over harness64, per round: median, lowest, highest */
+	double share_med, share_min, share_max;
 	bool run[NCFG];		/* --only: the configurations run (one thread always) */
 };
 
@@ -90,7 +104,15 @@ static void lt_pin(const struct lthread *t)
 
 static int lt_alloc(struct lthread *t, struct rec *r, uint32_t n, struct hkv_extent *ext)
 {
-	int k = hkv_alloc(t->pool, n, t->lane, 0, ext, n);
+	int k;
+
+	if (t->harness) {	/* what a one-extent answer costs the harness */
+		r->n = 1;
+		r->many = NULL;
+		r->one = (struct hkv_extent){ 0, n };
+		return 0;
+	}
+	k = hkv_alloc(t->pool, n, t->lane, 0, ext, n);
 
 	if (k <= 0)
 		return k ? k : -EUCLEAN;
@@ -109,21 +131,34 @@ static int lt_alloc(struct lthread *t, struct rec *r, uint32_t n, struct hkv_ext
 
 static int lt_free(struct lthread *t, struct rec *r)
 {
-	int err = hkv_free(t->pool, r->n == 1 ? &r->one : r->many, r->n);
+	int err = t->harness ? 0 : hkv_free(t->pool, r->n == 1 ? &r->one : r->many, r->n);
 
 	free(r->many);
 	r->many = NULL;
 	return err;
 }
 
+/* hand the victims pushed so far to the consumer */
+static void ring_publish(struct ring *r)
+{
+	if (r->fill != r->tail)
+		__atomic_store_n(&r->tail, r->fill, __ATOMIC_RELEASE);
+}
+
+/* queue a victim; every batch-th is published with those before it */
 static void ring_push(struct ring *r, const struct rec *x)
 {
-	uint64_t t = r->tail;
+	uint64_t t = r->fill;
 
-	while (t - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == RING_SIZE)
-		sched_yield();	/* the consumer is behind */
+	if (t - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == RING_SIZE) {
+		ring_publish(r);	/* the consumer waits for these */
+		while (t - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == RING_SIZE)
+			sched_yield();	/* the consumer is behind */
+	}
 	r->slot[t % RING_SIZE] = *x;
-	__atomic_store_n(&r->tail, t + 1, __ATOMIC_RELEASE);
+	r->fill = t + 1;
+	if (r->fill % r->batch == 0)
+		ring_publish(r);
 }
 
 /* one op of the churn: alloc when the next request fits the share, else
@@ -143,6 +178,7 @@ static int lt_op(struct lthread *t, struct gen *g, struct rec *rec,
 		if (err != -ENOMEM || !g->nlive || (t->ring && !measuring))
 			return err;
 		if (t->ring) {
+			ring_publish(t->ring);	/* their pages are what it waits for */
 			sched_yield();	/* handed pages not freed yet */
 			return 1;
 		}
@@ -198,8 +234,10 @@ static void *lt_main(void *arg)
 	}
 	if (!started)		/* failed before measuring: do not strand the others */
 		pthread_barrier_wait(t->bar);
-	if (t->ring)
+	if (t->ring) {
+		ring_publish(t->ring);
 		__atomic_store_n(&t->ring->done, 1, __ATOMIC_RELEASE);
+	}
 	t->ns = now_ns() - t0;
 	while (rec && g.nlive)
 		lt_free(t, &rec[--g.nlive]);
@@ -284,6 +322,8 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 
 	if (cfg->handoff && !(ring = calloc(1, sizeof(*ring))))
 		return -ENOMEM;
+	if (ring)
+		ring->batch = cfg->batch;
 	err = hkv_pool_create(&po, &pool);
 	if (err) {
 		free(ring);
@@ -294,7 +334,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 		t[i] = (struct lthread){
 			.pool = pool, .lane = cfg->shared ? 0 : i,
 			.cpu = (unsigned)(ncpu > 1 ? i % ncpu : 0),
-			.ops = o->ops, .bar = &bar, .st0 = &st0,
+			.ops = o->ops, .bar = &bar, .st0 = &st0, .harness = cfg->harness,
 			.w = { .npages = o->pages / cfg->threads, .occupancy = o->occupancy,
 			       .burnin = 1, .ops = o->ops, .sizes = o->sizes,
 			       .seed = 1000 * rep + i + 1 },
@@ -335,7 +375,9 @@ static const char lanes_usage[] =
 "their own lanes, and 2 threads on one lane, each churning its share of an\n"
 "index-only pool at the target occupancy (random victims, default sizes);\n"
 "and handoff: one thread allocates and hands each victim to a second\n"
-"thread that frees it (both on one lane).\n"
+"thread that frees it (both on one lane); handoff64: the victims handed over\n"
+"64 at a time; harness64: the same hand-over with calls that do nothing (its\n"
+"own cost: handoff64's ceiling, reported as handoff64's share of it).\n"
 "\n"
 "  --pages N            pages in the pool (default 1M)\n"
 "  --ops N              measured ops per thread (default 1M)\n"
@@ -343,7 +385,8 @@ static const char lanes_usage[] =
 "  --sizes S            default|FILE, as for churn (capped at 4096 pages)\n"
 "  --repeat R           rounds (each runs every configuration once, order\n"
 "                       alternating); medians reported (default 3)\n"
-"  --only LIST          run only these of two_lanes, one_lane, handoff\n"
+"  --only LIST          run only these of two_lanes, one_lane, handoff,\n"
+"                       handoff64, harness64\n"
 "                       (comma-separated); one thread, the reference of\n"
 "                       every ratio, always runs\n";
 
@@ -382,7 +425,7 @@ static int lanes_only(struct lanes_opts *o, const char *arg)
 				break;
 		if (c == NCFG) {
 			fprintf(stderr, "hkv-bench lanes: --only: '%.*s' is none of two_lanes, "
-				"one_lane, handoff\n", (int)n, p);
+				"one_lane, handoff, handoff64, harness64\n", (int)n, p);
 			return -EINVAL;
 		}
 		run[c] = true;
@@ -454,6 +497,16 @@ static int lanes_measure(void *st)
 		o->ratio_min[c] = ratio[0];
 		o->ratio_max[c] = ratio[o->repeat - 1];
 	}
+	if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64]) {
+		double share[LANES_MAX_REPEAT];
+
+		for (unsigned r = 0; r < o->repeat; r++)
+			share[r] = o->mops[CFG_HARNESS64][r] > 0 ?
+				   o->mops[CFG_HANDOFF64][r] / o->mops[CFG_HARNESS64][r] : 0;
+		o->share_med = median_d(share, o->repeat);
+		o->share_min = share[0];
+		o->share_max = share[o->repeat - 1];
+	}
 	return 0;
 }
 
@@ -473,6 +526,9 @@ static void lanes_report(void *st, struct json *j)
 				       lcfgs[c].name, o->med[c], o->ratio_med[c],
 				       o->ratio_min[c], o->ratio_max[c], 100 * o->served_med[c],
 				       100 * o->deferred_med[c]);
+		if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64])
+			printf("  handoff 64 / harness alone: %.2f [%.2f-%.2f]\n", o->share_med,
+			       o->share_min, o->share_max);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
 		       "   round's 1-thread figure; served: calls the lane's holder ran for a\n"
 		       "   waiting thread; deferred: frees answered at once, run by the holder)\n");
@@ -489,6 +545,17 @@ static void lanes_report(void *st, struct json *j)
 		json_dbl(j, "one_lane_two_threads_mops", o->med[2]);
 	if (o->run[3])
 		json_dbl(j, "handoff_mops", o->med[3]);
+	if (o->run[CFG_HANDOFF64])
+		json_dbl(j, "handoff64_mops", o->med[CFG_HANDOFF64]);
+	if (o->run[CFG_HARNESS64])
+		json_dbl(j, "harness64_mops", o->med[CFG_HARNESS64]);
+	if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64]) {
+		json_dbl(j, "handoff64_harness_share", o->share_med);
+		json_arr(j, "handoff64_harness_share_range");
+		json_dbl(j, NULL, o->share_min);
+		json_dbl(j, NULL, o->share_max);
+		json_arr_end(j);
+	}
 	for (int c = 1; c < NCFG; c++) {
 		char key[32];
 
@@ -514,6 +581,10 @@ static void lanes_report(void *st, struct json *j)
 	if (o->run[3]) {
 		json_dbl(j, "handoff_served_share", o->served_med[3]);
 		json_dbl(j, "handoff_deferred_share", o->deferred_med[3]);
+	}
+	if (o->run[CFG_HANDOFF64]) {
+		json_dbl(j, "handoff64_served_share", o->served_med[CFG_HANDOFF64]);
+		json_dbl(j, "handoff64_deferred_share", o->deferred_med[CFG_HANDOFF64]);
 	}
 }
 
