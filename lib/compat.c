@@ -38,7 +38,6 @@ static int slots_fill(struct hkv_pool *pool)
 
 HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64_t *n)
 {
-	unsigned i;
 	int err = 0;
 
 	if (!pool || !slots || !n)
@@ -46,15 +45,14 @@ HKV_API int hkv_free_slots(struct hkv_pool *pool, const uint64_t **slots, uint64
 	if (pool_forked(pool))
 		return -ECHILD;
 	pthread_mutex_lock(&pool->slots_lock);
-	for (i = 0; i < pool->nlanes; i++)
-		lane_lock(&pool->lanes[i]);
+	/* every lane at once: lanes_lock() (a named pool's pool lock first) */
+	lanes_lock(pool, 0, pool->nlanes - 1);
 	if (!pool->slots_valid || pool->slots_gen != gen_sum(pool)) {
 		err = slots_fill(pool);
 		pool->slots_valid = !err;
 		pool->slots_gen = gen_sum(pool);
 	}
-	for (i = pool->nlanes; i-- > 0;)
-		lane_unlock(&pool->lanes[i]);
+	lanes_unlock(pool, 0, pool->nlanes - 1);
 	if (!err) {
 		*slots = pool->slots;
 		*n = pool->nslots;

@@ -506,6 +506,12 @@ static void fuzz_child(uint64_t seed, int ready)
 			}
 			break;
 		case 2:
+			if (r & 2) {	/* every lane locked at once */
+				const uint64_t *sl;
+				uint64_t ns;
+
+				hkv_free_slots(p, &sl, &ns);
+			}
 			nu = hkv_unit_list(p, ids, 64);
 			if (nu > 0)
 				hkv_unit_remove(p, ids[(r >> 8) % HKV_MIN(nu, 64)],

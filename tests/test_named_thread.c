@@ -79,6 +79,13 @@ static void *work(void *arg)
 		}
 		if ((r & 1023) == 0 && hkv_check(w->p))
 			w->err = 6;
+		if ((r & 1023) == 1) {	/* every lane at once, beside the others' calls */
+			const uint64_t *sl;
+			uint64_t ns;
+
+			if (hkv_free_slots(w->p, &sl, &ns))
+				w->err = 9;
+		}
 		for (int i = 0; op % 5000 == 0 && i < BURST && !w->err; i++)
 			if (hkv_alloc(w->p, 1, w->id, 0, e, 1) == 1 && hkv_free(w->p, e, 1))
 				w->err = 8;
