@@ -27,7 +27,8 @@
 #define SHBLK_FREED	0x6868667265656400ull
 
 struct shblk {
-	uint64_t magic;		/* SHBLK_MAGIC | class, SHBLK_FREED | class */
+	uint64_t magic;		/* SHBLK_MAGIC | class, SHBLK_FREED | class;
+				 * relaxed atomics: a stale bump tries it */
 	uint64_t next;		/* free list */
 	uint64_t bytes;		/* asked for (payload) */
 	uint64_t pad[5];
@@ -147,12 +148,12 @@ void *shheap_alloc(struct shheap *h, uint64_t bytes)
 	size = 1ull << c;
 	b = shheap_pop(h, c);
 	if (b) {
-		if ((b->magic & ~0xffull) != SHBLK_FREED) {
+		if ((HKV_LOAD(&b->magic) & ~0xffull) != SHBLK_FREED) {
 			hkv_log(HKV_LOG_ERR, "named pool heap: free list %u broken", c);
 			return NULL;
 		}
 		memset((char *)b + SHBLK_HDR, 0, HKV_MIN(bytes, size - SHBLK_HDR));
-		b->magic = SHBLK_MAGIC | c;
+		HKV_STORE(&b->magic, SHBLK_MAGIC | c);
 	} else {
 		b = shheap_bump(h, c);		/* never touched: zero */
 		if (!b)
@@ -169,7 +170,7 @@ static struct shblk *shheap_blk(const struct shheap *h, const void *p)
 {
 	struct shblk *b = (struct shblk *)((char *)p - SHBLK_HDR);
 
-	if (!shheap_owns(h, p) || (b->magic & ~0xffull) != SHBLK_MAGIC)
+	if (!shheap_owns(h, p) || (HKV_LOAD(&b->magic) & ~0xffull) != SHBLK_MAGIC)
 		return NULL;
 	return b;
 }
@@ -192,8 +193,8 @@ void shheap_free(struct shheap *h, void *p)
 		hkv_log(HKV_LOG_ERR, "named pool heap: free of %p, not a block", p);
 		return;
 	}
-	c = (unsigned)(b->magic & 0xff);
-	b->magic = SHBLK_FREED | c;
+	c = (unsigned)(HKV_LOAD(&b->magic) & 0xff);
+	HKV_STORE(&b->magic, SHBLK_FREED | c);
 	HKV_ADD(&h->used, -(1ull << c));
 	old = HKV_LOAD(&h->free_head[c]);
 	do	/* the one change: the head's swap (release: the header with it) */
@@ -220,7 +221,7 @@ void *shheap_realloc(struct shheap *h, void *p, uint64_t bytes)
 
 	if (p && !b)
 		return NULL;
-	if (b && shheap_class(bytes) == (b->magic & 0xff)) {
+	if (b && shheap_class(bytes) == (HKV_LOAD(&b->magic) & 0xff)) {
 		if (bytes > b->bytes)
 			memset((char *)p + b->bytes, 0, bytes - b->bytes);
 		b->bytes = bytes;
@@ -270,8 +271,9 @@ uint64_t shheap_sweep(struct shheap *h, bool (*keep)(void *ctx, const void *payl
 
 	while (at < top) {
 		struct shblk *b = (struct shblk *)(uintptr_t)at;
-		unsigned c = (unsigned)(b->magic & 0xff);
-		uint64_t kind = b->magic & ~0xffull;
+		uint64_t magic = HKV_LOAD(&b->magic);
+		unsigned c = (unsigned)(magic & 0xff);
+		uint64_t kind = magic & ~0xffull;
 
 		if ((kind != SHBLK_MAGIC && kind != SHBLK_FREED) || c < SHHEAP_MIN_CLASS ||
 		    c >= SHHEAP_CLASSES || (1ull << c) > top - at) {
@@ -282,7 +284,7 @@ uint64_t shheap_sweep(struct shheap *h, bool (*keep)(void *ctx, const void *payl
 		if (kind == SHBLK_MAGIC && keep(ctx, (char *)b + SHBLK_HDR)) {
 			used += 1ull << c;
 		} else {
-			b->magic = SHBLK_FREED | c;
+			HKV_STORE(&b->magic, SHBLK_FREED | c);
 			HKV_STORE(&b->next, heads[c]);
 			heads[c] = at;
 		}
