@@ -65,10 +65,14 @@
 void (*named_recover_fn)(struct named_hdr *h, int lane);
 
 /* the named pools this process is attached to, and its slot in each (a
- * fork() child attaches anew and overwrites the entry of the same address) */
+ * fork() child attaches anew and overwrites the entry of the same address;
+ * until then the entry is its parent's: gen tells, and the child's lock
+ * words must not name the parent's slot, whose process has not the
+ * child's threads: a waiter would take the child for dead) */
 static struct {
 	struct named_hdr *h;
 	uint8_t slot1;
+	uint64_t gen;		/* fork_gen when set */
 	uint64_t id;		/* the handle's pool id */
 } local[HKV_NAMED_SLOTS];
 
@@ -93,6 +97,7 @@ void named_local_set(struct named_hdr *h, uint8_t slot1, uint64_t pool_id)
 	if (i == HKV_NAMED_SLOTS)
 		return;		/* attached to that many pools: recorded as none */
 	HKV_STORE(&local[i].slot1, slot1);
+	HKV_STORE(&local[i].gen, HKV_LOAD(&fork_gen));
 	HKV_STORE(&local[i].id, pool_id);
 	HKV_STORE(&local[i].h, slot1 ? h : NULL);
 }
@@ -109,7 +114,8 @@ static uint8_t local_slot(const struct named_hdr *h)
 {
 	for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++)
 		if (HKV_LOAD(&local[i].h) == h)
-			return HKV_LOAD(&local[i].slot1);
+			return HKV_LOAD(&local[i].gen) == HKV_LOAD(&fork_gen) ?
+			       HKV_LOAD(&local[i].slot1) : 0;
 	return 0;
 }
 
