@@ -156,6 +156,30 @@ bool named_slot_alive(const struct named_slot *s)
 }
 
 /*
+ * A thread of a process: 1 it runs (*start: its start time, the process's
+ * for its first thread), 0 it is gone or a zombie, -1 it cannot be told
+ * (/proc unreadable here: no descriptor left, say), which a waiter takes
+ * for alive: taking over a live holder's lock would break the pool.
+ */
+static int task_look(int pid, unsigned tid, uint64_t *start)
+{
+	char path[64], buf[1024], *p, state = 0;
+	unsigned long long st = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", pid, tid);
+	n = os_read_file(path, buf, sizeof(buf));
+	if (n == -ENOENT || n == -ESRCH)
+		return 0;
+	p = n > 0 ? strrchr(buf, ')') : NULL;
+	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			 "%*s %*s %*s %*s %*s %*s %llu", &state, &st) != 2)
+		return -1;
+	*start = st;
+	return state == 'Z' || state == 'X' ? 0 : 1;
+}
+
+/*
  * Does the holder a lock word names still run? Its slot's process must be
  * the one that attached (a pid alone may be reused: thousands of processes
  * come and go in a pool's life) and have the thread. A holder without a
@@ -164,19 +188,24 @@ bool named_slot_alive(const struct named_slot *s)
 static bool holder_alive(const struct named_hdr *h, uint32_t w)
 {
 	unsigned tid = w & NL_TID_MASK, s1 = (w >> NL_SLOT_SHIFT) & 0x7f;
-	char path[64], buf[512], *p;
-	int pid = (int)tid;
+	uint64_t start = 0, ignored;
+	int pid = (int)tid, r;
 
 	if (s1) {
-		if (s1 > HKV_NAMED_SLOTS || !named_slot_alive(&h->slot[s1 - 1]))
+		if (s1 > HKV_NAMED_SLOTS)
 			return false;
-		pid = HKV_LOAD(&h->slot[s1 - 1].pid);
+		int spid = HKV_LOAD(&h->slot[s1 - 1].pid);
+
+		/* 0: it is detaching (it frees its slot under its locks): by
+		 * the thread id alone, as a holder without a slot */
+		if (spid) {
+			r = task_look(spid, (unsigned)spid, &start);
+			if (r <= 0 || start != HKV_LOAD(&h->slot[s1 - 1].start))
+				return r < 0;	/* gone, or another process of that pid */
+			pid = spid;
+		}
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", pid, tid);
-	if (os_read_file(path, buf, sizeof(buf)) <= 0)
-		return false;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	return task_look(pid, tid, &ignored) != 0;
 }
 
 /* this thread's word for a lock of h: its id (cached: a fork() child is a
