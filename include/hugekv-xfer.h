@@ -308,6 +308,11 @@ struct hkv_xfer_slow {
  * @grants_over_limit: grants refused for the grant memory limits
  * @grant_mem: bytes of grant state held now
  * @grant_mem_peak: the most bytes of grant state held at once
+ * @grants_busy: grants refused because the peer held @max_grants already
+ * @grant_pages: pages the grants held now name
+ * @grant_bytes: their bytes
+ * @peers_rejected: connections rejected because @max_peers were open
+ *	(endpoint only)
  */
 struct hkv_xfer_stats {
 	size_t sz;
@@ -321,6 +326,7 @@ struct hkv_xfer_stats {
 	struct hkv_xfer_slow slow[HKV_XFER_SLOWEST];
 	uint64_t auth_failures, grants_expired, grants_over_limit;
 	uint64_t grant_mem, grant_mem_peak;
+	uint64_t grants_busy, grant_pages, grant_bytes, peers_rejected;
 };
 
 /**

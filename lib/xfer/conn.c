@@ -45,6 +45,7 @@ static void peer_unlink(struct hkv_xfer_peer *p)
 		if (*pp == p) {
 			*pp = p->next;
 			p->x->npeers--;
+			p->x->metrics_dirty = true;	/* the page lists peers */
 			return;
 		}
 }
@@ -106,8 +107,11 @@ void xf_conn_reqs_accept(struct hkv_xfer *x)
 
 		x->conn_reqs = c->next;
 		p = x->npeers < x->max_peers ? xf_peer_new(x, true) : NULL;
-		if (!p)
+		if (!p) {
 			ucp_listener_reject(x->listener, c->req);
+			x->st.peers_rejected++;
+			x->metrics_dirty = true;
+		}
 		else if (xf_peer_ep_create(p, &ep) && !p->ep)
 			xf_peer_free(p);
 		free(c);
@@ -156,6 +160,7 @@ static void auth_failed(struct hkv_xfer_peer *p, int err)
 	p->gentle = true;	/* a refusal we sent should reach the peer */
 	if (err == -EACCES) {
 		p->x->st.auth_failures++;
+		p->x->metrics_dirty = true;
 		xf_log(1, "peer %llu (\"%s\"): authentication failed: connection closed",
 		       (unsigned long long)p->id, p->name);
 	}
@@ -234,6 +239,7 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 		p->x->st.peer_failures++;
 		p->st.peer_failures++;
 	}
+	p->x->metrics_dirty = true;
 	xf_tx_fail_peer(p, err);
 	xf_grants_end(p, err);
 	if (p->ep) {
@@ -267,6 +273,7 @@ void xf_peers_reap(struct hkv_xfer *x)
 		next = p->next;
 		if (p->state == XF_PEER_CONNECTING && !p->error && xf_now_ns() >= p->auth_deadline) {
 			p->x->st.auth_failures++;
+			p->x->metrics_dirty = true;
 			xf_log(1, "peer %llu: did not authenticate in time: connection closed",
 			       (unsigned long long)p->id);
 			xf_peer_fail(p, -ETIMEDOUT);

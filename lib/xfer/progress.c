@@ -25,7 +25,7 @@ static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
 		xf_log(1, "peer %llu: message %#x before authentication: connection closed",
 		       (unsigned long long)p->id, m->am_id);
 		x->st.auth_failures++;
-		xf_peer_fail(p, -EACCES);
+		xf_peer_fail(p, -EACCES);	/* marks the figures changed */
 		return;
 	}
 	switch (m->am_id) {
@@ -107,6 +107,8 @@ static unsigned step(struct hkv_xfer *x)
 		xf_tx_advance(x);
 		xf_tx_issue(x);
 	}
+	if (x->metrics_dirty)
+		xf_metrics_publish(x, false);
 	return n;
 }
 
