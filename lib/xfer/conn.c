@@ -70,6 +70,12 @@ int xf_peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
 		p->ep = NULL;
 		return xf_errno(st);
 	}
+	/* the connecting side speaks first; the listener answers its HELLO
+	 * (xf_on_hello()): a listener's endpoint may not be wired up before
+	 * the client's first message arrives (UCX 1.13 on shared memory with
+	 * peer error handling loses what it sends earlier) */
+	if (p->incoming)
+		return 0;
 	err = xf_hello_send(p);
 	if (err)
 		xf_peer_fail(p, err);
@@ -168,8 +174,9 @@ static void auth_failed(struct hkv_xfer_peer *p, int err)
 }
 
 /**
- * xf_on_hello() - a peer's HELLO arrived: the connecting side proves itself
- *	(the listener proves itself only to a peer that did, in xf_on_auth())
+ * xf_on_hello() - a peer's HELLO arrived: the listener answers with its
+ *	own; the connecting side (the listener's HELLO in) proves itself. The
+ *	listener proves itself only to a peer that did, in xf_on_auth().
  * @p: the peer
  * @buf: the message
  * @len: its length
@@ -185,8 +192,7 @@ void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	err = xf_hello_parse(p, buf, len);
 	if (!err) {
 		p->hello_in = true;
-		if (!p->incoming)
-			err = xf_auth_send(p);
+		err = p->incoming ? xf_hello_send(p) : xf_auth_send(p);
 	}
 	if (err)
 		auth_failed(p, err);

@@ -54,6 +54,29 @@ static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 	return 0;
 }
 
+/*
+ * Same-host peers over shared memory. Every endpoint asks for peer error
+ * handling, and UCX 1.13 gives such an endpoint only transports that
+ * report a dead peer: posix and sysv do so only with MM_ERROR_HANDLING,
+ * which is off by default, so without it a same-host peer is served over
+ * tcp loopback. The library turns it on in its own context; a user's
+ * UCX_MM_ERROR_HANDLING (or UCX_POSIX_ / UCX_SYSV_ERROR_HANDLING) wins.
+ */
+static void ucx_config_shm(ucp_config_t *cfg)
+{
+	static const char *const user[] = {
+		"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING",
+	};
+	ucs_status_t st;
+
+	for (unsigned i = 0; i < sizeof(user) / sizeof(user[0]); i++)
+		if (getenv(user[i]))
+			return;
+	st = ucp_config_modify(cfg, "MM_ERROR_HANDLING", "y");
+	if (st != UCS_OK)	/* a UCX without it: tcp loopback, as before */
+		xf_log(2, "UCX: MM_ERROR_HANDLING: %s", ucs_status_string(st));
+}
+
 static int ucx_init(struct hkv_xfer *x)
 {
 	ucp_params_t up = {
@@ -71,6 +94,7 @@ static int ucx_init(struct hkv_xfer *x)
 	st = ucp_config_read(NULL, NULL, &cfg);
 	if (st != UCS_OK)
 		goto fail;
+	ucx_config_shm(cfg);
 	st = ucp_init(&up, cfg, &x->ctx);
 	ucp_config_release(cfg);
 	if (st != UCS_OK)
