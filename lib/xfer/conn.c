@@ -277,7 +277,7 @@ void xf_peers_reap(struct hkv_xfer *x)
 
 	for (p = x->peers; p; p = next) {
 		next = p->next;
-		if (p->state == XF_PEER_CONNECTING && !p->error && xf_now_ns() >= p->auth_deadline) {
+		if (p->state == XF_PEER_CONNECTING && !p->error && xf_coarse_ns() >= p->auth_deadline) {
 			p->x->st.auth_failures++;
 			p->x->metrics_dirty = true;
 			xf_log(1, "peer %llu: did not authenticate in time: connection closed",

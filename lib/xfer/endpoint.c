@@ -204,7 +204,7 @@ static void drain(struct hkv_xfer *x)
 		busy = x->pending_sends > 0;
 		for (p = x->peers; p; p = p->next)
 			busy |= p->ntx || p->close_req;
-	} while (busy && xf_now_ns() < deadline);
+	} while (busy && xf_coarse_ns() < deadline);
 	if (busy)
 		xf_log(1, "endpoint destroyed with UCX requests still outstanding");
 }

@@ -273,7 +273,7 @@ void xf_grants_end(struct hkv_xfer_peer *p, int err)
  * xf_grants_expire() - a peer that let a grant pass its deadline is
  *	closed: its grants end with -ETIMEDOUT and their pins go back
  * @x: the endpoint
- * @now: xf_now_ns()
+ * @now: xf_coarse_ns()
  */
 void xf_grants_expire(struct hkv_xfer *x, uint64_t now)
 {

@@ -238,6 +238,7 @@ struct hkv_xfer {
 
 int xf_errno(ucs_status_t st);
 uint64_t xf_now_ns(void);
+uint64_t xf_coarse_ns(void);	/* deadline checks: never early, a tick late */
 int xf_parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len);
 void xf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t xf_deadline(int timeout_ms);

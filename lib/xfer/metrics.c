@@ -61,7 +61,7 @@ void xf_metrics_publish(struct hkv_xfer *x, bool force)
 	static __thread uint64_t last;
 	struct hkv_page_xfer p = { .sz = sizeof(p), .endpoints = 1 };
 	const struct hkv_xfer_peer *q;
-	uint64_t now = xf_now_ns();
+	uint64_t now = xf_coarse_ns();
 
 	if (!force && x == last_x && now - last < XF_METRICS_NS)
 		return;

@@ -99,10 +99,10 @@ static unsigned step(struct hkv_xfer *x)
 		inbox_drain(x);
 	xf_grants_poll(x);
 	if (x->st.grants_active)
-		xf_grants_expire(x, xf_now_ns());
+		xf_grants_expire(x, xf_coarse_ns());
 	xf_peers_reap(x);
 	if (x->txs) {
-		timeouts(x, xf_now_ns());
+		timeouts(x, xf_coarse_ns());
 		xf_tx_issue(x);
 		xf_tx_advance(x);
 		xf_tx_issue(x);
@@ -203,7 +203,7 @@ HKV_API int hkv_xfer_wait(struct hkv_xfer *x, uint64_t id, int timeout_ms)
 		r = id ? hkv_xfer_test(x, id) : test_all(x, &first_err);
 		if (r != -EINPROGRESS)
 			return r;
-		if (xf_now_ns() >= deadline)
+		if (xf_coarse_ns() >= deadline)
 			return -EAGAIN;
 		if (step(x))
 			spins = 0;
