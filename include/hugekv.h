@@ -979,7 +979,9 @@ HKV_API int hkv_page_dir(char *buf, size_t len);
 /**
  * hkv_page_read() - read a consistent snapshot of a stats page
  * @path: the page's file (in hkv_page_dir())
- * @out: receives it; the caller sets @out->sz
+ * @out: receives it; the caller sets @out->sz (a smaller, older layout,
+ *	down to the one whose transfer figures end at their peers, receives
+ *	the fields it has)
  *
  * Needs read access to the file only: the publishing process is never
  * entered. The figures are those of one publication (a sequence count
@@ -1006,7 +1008,8 @@ HKV_API int hkv_stats_publish(struct hkv_pool *pool);
 /**
  * hkv_page_set_xfer() - hand a pool's stats page its transfer figures
  * @pool: the pool
- * @x: the figures (@x->sz set); published with the next publication
+ * @x: the figures (@x->sz set, at least HKV_PAGE_XFER_SZ0: fields past an
+ *	older caller's @x->sz read 0); published with the next publication
  *
  * Called by the transfer library for the pool its endpoint serves.
  *

@@ -574,6 +574,11 @@ def test_grant_metrics():
                 st["grants_over_limit"], st["grants_expired"], st["auth_failures"]), (px, st)
             assert [g["active"] for g in px["peer_grants"]] == [
                 q["stats"]["grants_active"] for q in lib["per_peer"]], px
+            # hkvctl top: the grants held now
+            j = run_json([HKVCTL, "top", "--json", "--interval", "0.3", "--dir", e.rt])
+            (tp,) = [x for x in j["pools"] if x["label"] == "grant target"]
+            assert (tp["grants_active"], tp["granted_pages"]) == (
+                st["grants_active"], st["grant_pages"]), tp
             tgt.stdin.write("\n")
             tgt.stdin.flush()
         tgt.stdin.close()
