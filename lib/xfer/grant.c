@@ -171,6 +171,7 @@ void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	for (g = p->grants; g; g = g->next)
 		if (g->id == rl->id && !g->released && !g->ended) {
 			g->released = true;
+			p->x->grants_closing++;
 			if (!g->result)
 				g->result = rl->result > 0 ? -EIO : rl->result;
 			/* two-sided put: every byte must have come before RELEASE */
@@ -228,7 +229,8 @@ static void grant_finish(struct hkv_xfer_peer *p, struct xf_grant *g)
 
 /**
  * xf_grants_poll() - end grants that are released (or failed) and idle
- * @x: the endpoint
+ * @x: the endpoint (called while x->grants_closing, the number of grants
+ *	released or failed and not yet ended, is not 0)
  */
 void xf_grants_poll(struct hkv_xfer *x)
 {
@@ -239,6 +241,7 @@ void xf_grants_poll(struct hkv_xfer *x)
 		for (gp = &p->grants; (g = *gp);) {
 			if ((g->released || g->ended) && !g->pending) {
 				*gp = g->next;
+				x->grants_closing--;
 				grant_finish(p, g);
 				continue;
 			}
@@ -257,11 +260,14 @@ void xf_grants_end(struct hkv_xfer_peer *p, int err)
 	struct xf_grant **gp, *g;
 
 	for (gp = &p->grants; (g = *gp);) {
+		if (!g->released && !g->ended)
+			p->x->grants_closing++;
 		g->ended = true;
 		g->result = err;
 		g->answer = false;
 		if (!g->pending) {
 			*gp = g->next;
+			p->x->grants_closing--;
 			grant_end(p, g, err);
 			continue;
 		}

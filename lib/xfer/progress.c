@@ -97,7 +97,8 @@ static unsigned step(struct hkv_xfer *x)
 		xf_conn_reqs_accept(x);
 	if (x->inbox)
 		inbox_drain(x);
-	xf_grants_poll(x);
+	if (x->grants_closing)
+		xf_grants_poll(x);
 	if (x->st.grants_active)
 		xf_grants_expire(x, xf_coarse_ns());
 	xf_peers_reap(x);
