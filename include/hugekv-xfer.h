@@ -46,14 +46,18 @@
  * PEERS ON THE SAME HOST. Every connection asks UCX for peer error
  * handling (UCP_ERR_HANDLING_MODE_PEER), so a dead peer fails its
  * transfers instead of hanging them. UCX 1.13 selects only transports
- * that report peer failure for such endpoints: its shared-memory
- * transports posix and sysv do not by default (UCX_MM_ERROR_HANDLING=n)
- * and cma is not taken as a rendezvous lane, so with UCX_TLS=sm,tcp a
- * same-host peer is served over tcp loopback, at tcp's rate, not shared
- * memory's. UCX_MM_ERROR_HANDLING=y makes UCX move the endpoint onto
- * posix or sysv, but the connection's handshake then times out with UCX
- * 1.13 (no message of the new lanes arrives), so this library does not
- * set it.
+ * that report peer failure for such endpoints; its shared-memory
+ * transports posix and sysv do so only with MM_ERROR_HANDLING, which
+ * hkv_xfer_create() turns on in its own UCX configuration, so a same-host
+ * peer is served over shared memory (UCX's choice, e.g. sysv), not tcp
+ * loopback. The user's UCX_MM_ERROR_HANDLING (or UCX_POSIX_ or
+ * UCX_SYSV_ERROR_HANDLING) in the environment wins: =n keeps same-host
+ * peers on tcp. Shared memory joins processes of one uid only: a
+ * same-host peer of another uid is refused at connect (-ECONNREFUSED)
+ * unless both sides set UCX_MM_ERROR_HANDLING=n (or UCX_TLS without sm).
+ * The connecting side sends the first message (HELLO) and the listener
+ * answers it: a listener's endpoint on shared memory may not carry a
+ * message before the client's first one has arrived.
  *
  * WHO IS A PEER. Every endpoint has a keyring, given by the operator
  * (@key or @key_file of struct hkv_xfer_opts, else the file named by
@@ -95,7 +99,8 @@
  * Protocol (UCX active messages on the connection, little-endian, each
  * header starts with a magic and a version):
  *
- *   HELLO      both sides, once, right after the endpoint is created: page
+ *   HELLO      both sides, once: the connecting side right after its
+ *              endpoint is created, the listener in answer to it: page
  *              size, page count, the ranges' page counts, nonce, name. A
  *              peer whose page size differs is refused (-EPROTO).
  *   AUTH       the connecting side after the listener's HELLO, then the
@@ -308,6 +313,11 @@ struct hkv_xfer_slow {
  * @grants_over_limit: grants refused for the grant memory limits
  * @grant_mem: bytes of grant state held now
  * @grant_mem_peak: the most bytes of grant state held at once
+ * @grants_busy: grants refused because the peer held @max_grants already
+ * @grant_pages: pages the grants held now name
+ * @grant_bytes: their bytes
+ * @peers_rejected: connections rejected because @max_peers were open
+ *	(endpoint only)
  */
 struct hkv_xfer_stats {
 	size_t sz;
@@ -321,6 +331,7 @@ struct hkv_xfer_stats {
 	struct hkv_xfer_slow slow[HKV_XFER_SLOWEST];
 	uint64_t auth_failures, grants_expired, grants_over_limit;
 	uint64_t grant_mem, grant_mem_peak;
+	uint64_t grants_busy, grant_pages, grant_bytes, peers_rejected;
 };
 
 /**

@@ -861,6 +861,23 @@ struct hkv_page_peer {
 };
 
 /**
+ * struct hkv_page_grants - the grants one peer holds on the pool
+ * @peer: the peer's id (as its struct hkv_page_peer)
+ * @grants: grants given to it
+ * @active: grants it holds now
+ * @pages: pages those name
+ * @bytes: their bytes
+ * @refused: its grant requests refused, for any reason
+ * @refused_limit: of those, for the grant state limits (-ENOBUFS)
+ * @refused_busy: because it held max_grants already (-EBUSY)
+ * @expired: its grants that passed their deadline
+ */
+struct hkv_page_grants {
+	uint64_t peer, grants, active, pages, bytes;
+	uint64_t refused, refused_limit, refused_busy, expired;
+};
+
+/**
  * struct hkv_page_xfer - the transfer figures a stats page carries
  * @sz: sizeof(struct hkv_page_xfer)
  * @endpoints: transfer endpoints that publish into the page (0: none)
@@ -877,8 +894,23 @@ struct hkv_page_peer {
  *	latency up to it (cumulative, as Prometheus buckets are)
  * @lat_n: successful transfers timed
  * @lat_sum_ns: their latencies summed (each to within 1/32, as recorded)
- * @npeers: entries of @peer written
+ * @npeers: entries of @peer (and of @peer_grants) written
  * @peer: per peer, the first HKV_PAGE_XFER_PEERS
+ *
+ * The pool as a transfer target (the grants its endpoint gives peers),
+ * past HKV_PAGE_XFER_SZ0 (a reader checks @sz):
+ * @grants: grants given
+ * @grants_active: grants held by peers now
+ * @grant_pages: pages those name
+ * @grant_bytes: their bytes
+ * @grant_mem: bytes of grant state held now
+ * @grants_refused: grant requests refused, for any reason
+ * @grants_refused_limit: of those, for the grant state limits (-ENOBUFS)
+ * @grants_refused_busy: for the grants one peer may hold (-EBUSY)
+ * @grants_expired: grants that passed their deadline (the peer was closed)
+ * @auth_failures: connections that failed to authenticate
+ * @peers_rejected: connections rejected at the peer limit
+ * @peer_grants: per peer, at the index of its @peer entry
  */
 struct hkv_page_xfer {
 	size_t sz;
@@ -889,7 +921,14 @@ struct hkv_page_xfer {
 	uint64_t lat_n, lat_sum_ns;
 	unsigned npeers;
 	struct hkv_page_peer peer[HKV_PAGE_XFER_PEERS];
+	uint64_t grants, grants_active, grant_pages, grant_bytes, grant_mem;
+	uint64_t grants_refused, grants_refused_limit, grants_refused_busy;
+	uint64_t grants_expired, auth_failures, peers_rejected;
+	struct hkv_page_grants peer_grants[HKV_PAGE_XFER_PEERS];
 };
+
+/* the first layout of struct hkv_page_xfer: up to @peer */
+#define HKV_PAGE_XFER_SZ0	offsetof(struct hkv_page_xfer, grants)
 
 /**
  * struct hkv_page - a pool's stats page as another process reads it
@@ -940,7 +979,9 @@ HKV_API int hkv_page_dir(char *buf, size_t len);
 /**
  * hkv_page_read() - read a consistent snapshot of a stats page
  * @path: the page's file (in hkv_page_dir())
- * @out: receives it; the caller sets @out->sz
+ * @out: receives it; the caller sets @out->sz (a smaller, older layout,
+ *	down to the one whose transfer figures end at their peers, receives
+ *	the fields it has)
  *
  * Needs read access to the file only: the publishing process is never
  * entered. The figures are those of one publication (a sequence count
@@ -967,7 +1008,8 @@ HKV_API int hkv_stats_publish(struct hkv_pool *pool);
 /**
  * hkv_page_set_xfer() - hand a pool's stats page its transfer figures
  * @pool: the pool
- * @x: the figures (@x->sz set); published with the next publication
+ * @x: the figures (@x->sz set, at least HKV_PAGE_XFER_SZ0: fields past an
+ *	older caller's @x->sz read 0); published with the next publication
  *
  * Called by the transfer library for the pool its endpoint serves.
  *

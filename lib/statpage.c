@@ -44,6 +44,8 @@
 #define PAGE_DEF_MS	1000
 #define PAGE_MAX_MS	3600000ul
 #define PAGE_TRIES	1000	/* reader copies before -EAGAIN */
+/* the first layout of struct hkv_page: its xfer up to the peers */
+#define PAGE_SZ0	(offsetof(struct hkv_page, xfer) + HKV_PAGE_XFER_SZ0)
 
 /* the file: written once up to seq, the rest per publication */
 struct page_hdr {
@@ -412,13 +414,15 @@ HKV_API int hkv_page_set_xfer(struct hkv_pool *pool, const struct hkv_page_xfer 
 {
 	struct statpage *pg;
 
-	if (!pool || !x || x->sz < sizeof(*x) || x->npeers > HKV_PAGE_XFER_PEERS)
+	if (!pool || !x || x->sz < HKV_PAGE_XFER_SZ0 || x->npeers > HKV_PAGE_XFER_PEERS)
 		return -EINVAL;
 	pg = pool->page;
 	if (!pg || pool_forked(pool))
 		return -ENOENT;
 	pthread_mutex_lock(&pg->lock);
-	pg->xfer = *x;
+	/* a caller of an older layout: the fields it does not know read 0 */
+	memset(&pg->xfer, 0, sizeof(pg->xfer));
+	memcpy(&pg->xfer, x, HKV_MIN(x->sz, sizeof(pg->xfer)));
 	pg->xfer.sz = sizeof(pg->xfer);
 	pthread_mutex_unlock(&pg->lock);
 	return 0;
@@ -497,6 +501,19 @@ static void page_fill(struct hkv_page *p, const char *buf)
 	p->xfer.sz = xsz;
 }
 
+/* the whole page, then as much of it as the caller's layout holds */
+static void page_out(struct hkv_page *out, const char *buf)
+{
+	size_t sz = HKV_MIN(out->sz, sizeof(*out)), xoff = offsetof(struct hkv_page, xfer);
+	struct hkv_page p;
+
+	memset(&p, 0, sizeof(p));
+	p.sz = sz;
+	page_fill(&p, buf);
+	p.xfer.sz = HKV_MIN(p.xfer.sz, sz - xoff);
+	memcpy(out, &p, sz);
+}
+
 HKV_API int hkv_page_read(const char *path, struct hkv_page *out)
 {
 	struct page_hdr h;
@@ -504,7 +521,7 @@ HKV_API int hkv_page_read(const char *path, struct hkv_page *out)
 	char *buf;
 	int fd, err;
 
-	if (!path || !out || out->sz < sizeof(*out))
+	if (!path || !out || out->sz < PAGE_SZ0)
 		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);	/* a FIFO: no wait */
 	if (fd < 0)
@@ -525,11 +542,8 @@ HKV_API int hkv_page_read(const char *path, struct hkv_page *out)
 	err = page_copy(fd, buf, (size_t)h.hdr_bytes + h.stats_bytes + h.xfer_bytes);
 	if (!err)
 		err = page_check((const struct page_hdr *)buf, (size_t)sb.st_size);
-	if (!err) {
-		memset(out, 0, sizeof(*out));
-		out->sz = sizeof(*out);
-		page_fill(out, buf);
-	}
+	if (!err)
+		page_out(out, buf);
 	free(buf);
 close_fd:
 	close(fd);

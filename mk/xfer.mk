@@ -72,6 +72,15 @@ $(XFER_ATTACK): tests/xfer/xfer-attack.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/t
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
 		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
 
+# the metrics tests' transfer target under a grant flood (mk/metrics.mk)
+METRICS_GRANTS	:= $(BUILD)/tests/metrics-grants
+$(METRICS_GRANTS): tests/metrics/grants.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
+		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
+
+check-metrics: $(METRICS_GRANTS) $(BUILD)/hkv-xfer
+
 .PHONY: check-xfer install-xfer xfer-test
 xfer-test: $(XFER_TEST) $(XFER_ATTACK) $(BUILD)/hkv-xfer
 

@@ -136,7 +136,7 @@ static void test_page_errors(void **state)
 	assert_string_equal(read_page(path)->label, "");
 	assert_int_equal(hkv_page_read(NULL, &pg), -EINVAL);
 	assert_int_equal(hkv_page_read(path, NULL), -EINVAL);
-	pg.sz = sizeof(pg) - 1;
+	pg.sz = offsetof(struct hkv_page, xfer) + HKV_PAGE_XFER_SZ0 - 1;
 	assert_int_equal(hkv_page_read(path, &pg), -EINVAL);
 	pg.sz = sizeof(pg);
 	snprintf(junk, sizeof(junk), "%s/none.page", dir);
@@ -157,6 +157,48 @@ static void test_page_errors(void **state)
 	assert_string_equal(junk, dir);
 	assert_int_equal(hkv_stats_publish(NULL), -EINVAL);
 	assert_int_equal(hkv_page_set_xfer(p, NULL), -EINVAL);
+	hkv_pool_destroy(p);
+}
+
+/* callers of the first layouts (hkv_page_xfer up to its peers): a reader
+ * gets what its layout holds and nothing is written past it; a writer's
+ * unknown fields read 0 */
+static void test_old_layout(void **state)
+{
+	size_t sz0 = offsetof(struct hkv_page, xfer) + HKV_PAGE_XFER_SZ0;
+	struct hkv_pool *p = mkpool(64, 1, "old");
+	struct hkv_page_xfer x;
+	struct hkv_page *pg = malloc(sizeof(*pg));
+	char path[PATH_MAX];
+
+	(void)state;
+	assert_non_null(pg);
+	memset(&x, 0xab, sizeof(x));		/* past sz0: must not be read */
+	x.sz = HKV_PAGE_XFER_SZ0;
+	x.endpoints = 1;
+	x.transfers = 7;
+	x.npeers = 1;
+	x.peer[0] = (struct hkv_page_peer){ .peer = 3, .transfers = 7 };
+	memset(x.lat_count, 0, sizeof(x.lat_count));
+	assert_int_equal(hkv_page_set_xfer(p, &x), 0);
+	x.sz = HKV_PAGE_XFER_SZ0 - 1;
+	assert_int_equal(hkv_page_set_xfer(p, &x), -EINVAL);
+	assert_int_equal(hkv_stats_publish(p), 0);
+	page_path(p, path, sizeof(path), (int)getpid());
+	memset(pg, 0xcd, sizeof(*pg));
+	pg->sz = sz0;
+	assert_int_equal(hkv_page_read(path, pg), 0);
+	assert_int_equal(pg->sz, sz0);
+	assert_int_equal(pg->xfer.sz, HKV_PAGE_XFER_SZ0);
+	assert_int_equal(pg->xfer.transfers, 7);
+	assert_int_equal(pg->xfer.peer[0].peer, 3);
+	assert_int_equal(pg->xfer.grants, 0xcdcdcdcdcdcdcdcdull);	/* untouched */
+	pg->sz = sizeof(*pg);
+	assert_int_equal(hkv_page_read(path, pg), 0);
+	assert_int_equal(pg->xfer.sz, sizeof(pg->xfer));
+	assert_int_equal(pg->xfer.grants, 0);
+	assert_int_equal(pg->xfer.peer_grants[0].peer, 0);
+	free(pg);
 	hkv_pool_destroy(p);
 }
 
@@ -407,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_failure_reasons_and_extents),
 		cmocka_unit_test(test_evict_age),
 		cmocka_unit_test(test_oldest_pin),
+		cmocka_unit_test(test_old_layout),
 		cmocka_unit_test(test_publish_in_callback),
 	};
 

@@ -45,6 +45,7 @@ static void peer_unlink(struct hkv_xfer_peer *p)
 		if (*pp == p) {
 			*pp = p->next;
 			p->x->npeers--;
+			p->x->metrics_dirty = true;	/* the page lists peers */
 			return;
 		}
 }
@@ -69,6 +70,12 @@ int xf_peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep)
 		p->ep = NULL;
 		return xf_errno(st);
 	}
+	/* the connecting side speaks first; the listener answers its HELLO
+	 * (xf_on_hello()): a listener's endpoint may not be wired up before
+	 * the client's first message arrives (UCX 1.13 on shared memory with
+	 * peer error handling loses what it sends earlier) */
+	if (p->incoming)
+		return 0;
 	err = xf_hello_send(p);
 	if (err)
 		xf_peer_fail(p, err);
@@ -106,8 +113,11 @@ void xf_conn_reqs_accept(struct hkv_xfer *x)
 
 		x->conn_reqs = c->next;
 		p = x->npeers < x->max_peers ? xf_peer_new(x, true) : NULL;
-		if (!p)
+		if (!p) {
 			ucp_listener_reject(x->listener, c->req);
+			x->st.peers_rejected++;
+			x->metrics_dirty = true;
+		}
 		else if (xf_peer_ep_create(p, &ep) && !p->ep)
 			xf_peer_free(p);
 		free(c);
@@ -156,6 +166,7 @@ static void auth_failed(struct hkv_xfer_peer *p, int err)
 	p->gentle = true;	/* a refusal we sent should reach the peer */
 	if (err == -EACCES) {
 		p->x->st.auth_failures++;
+		p->x->metrics_dirty = true;
 		xf_log(1, "peer %llu (\"%s\"): authentication failed: connection closed",
 		       (unsigned long long)p->id, p->name);
 	}
@@ -163,8 +174,9 @@ static void auth_failed(struct hkv_xfer_peer *p, int err)
 }
 
 /**
- * xf_on_hello() - a peer's HELLO arrived: the connecting side proves itself
- *	(the listener proves itself only to a peer that did, in xf_on_auth())
+ * xf_on_hello() - a peer's HELLO arrived: the listener answers with its
+ *	own; the connecting side (the listener's HELLO in) proves itself. The
+ *	listener proves itself only to a peer that did, in xf_on_auth().
  * @p: the peer
  * @buf: the message
  * @len: its length
@@ -180,8 +192,7 @@ void xf_on_hello(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	err = xf_hello_parse(p, buf, len);
 	if (!err) {
 		p->hello_in = true;
-		if (!p->incoming)
-			err = xf_auth_send(p);
+		err = p->incoming ? xf_hello_send(p) : xf_auth_send(p);
 	}
 	if (err)
 		auth_failed(p, err);
@@ -234,6 +245,7 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 		p->x->st.peer_failures++;
 		p->st.peer_failures++;
 	}
+	p->x->metrics_dirty = true;
 	xf_tx_fail_peer(p, err);
 	xf_grants_end(p, err);
 	if (p->ep) {
@@ -265,8 +277,9 @@ void xf_peers_reap(struct hkv_xfer *x)
 
 	for (p = x->peers; p; p = next) {
 		next = p->next;
-		if (p->state == XF_PEER_CONNECTING && !p->error && xf_now_ns() >= p->auth_deadline) {
+		if (p->state == XF_PEER_CONNECTING && !p->error && xf_coarse_ns() >= p->auth_deadline) {
 			p->x->st.auth_failures++;
+			p->x->metrics_dirty = true;
 			xf_log(1, "peer %llu: did not authenticate in time: connection closed",
 			       (unsigned long long)p->id);
 			xf_peer_fail(p, -ETIMEDOUT);

@@ -54,6 +54,62 @@ static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 	return 0;
 }
 
+/*
+ * Same-host peers over shared memory. Every endpoint asks for peer error
+ * handling, and UCX 1.13 gives such an endpoint only transports that
+ * report a dead peer: posix and sysv do so only with MM_ERROR_HANDLING,
+ * which is off by default, so without it a same-host peer is served over
+ * tcp loopback. The library turns it on in its own context; a user's
+ * UCX_MM_ERROR_HANDLING (or UCX_POSIX_ / UCX_SYSV_ERROR_HANDLING) wins.
+ */
+/* does UCX_TLS (a list, or "^" and the ones left out) name a transport of @tls? */
+static bool tls_names(const char *list, const char *const *tls)
+{
+	const char *p = list;
+	size_t n;
+
+	while (*p) {
+		n = strcspn(p, ",");
+		for (unsigned i = 0; tls[i]; i++)
+			if (n == strlen(tls[i]) && !strncmp(p, tls[i], n))
+				return true;
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
+/* UCX_TLS takes posix or sysv (else UCX warns that the setting applied to
+ * no transport) */
+static bool tls_has_mm(void)
+{
+	static const char *const mm[] = { "all", "sm", "shm", "mm", "posix", "sysv", NULL };
+	static const char *const mm_all[] = { "all", "sm", "shm", "mm", NULL };
+	const char *tls = getenv("UCX_TLS");
+
+	if (!tls || !*tls)
+		return true;
+	if (*tls == '^')
+		return !tls_names(tls + 1, mm_all);
+	return tls_names(tls, mm);
+}
+
+static void ucx_config_shm(ucp_config_t *cfg)
+{
+	static const char *const user[] = {
+		"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING",
+	};
+	ucs_status_t st;
+
+	for (unsigned i = 0; i < sizeof(user) / sizeof(user[0]); i++)
+		if (getenv(user[i]))
+			return;
+	if (!tls_has_mm())
+		return;
+	st = ucp_config_modify(cfg, "MM_ERROR_HANDLING", "y");
+	if (st != UCS_OK)	/* a UCX without it: tcp loopback, as before */
+		xf_log(2, "UCX: MM_ERROR_HANDLING: %s", ucs_status_string(st));
+}
+
 static int ucx_init(struct hkv_xfer *x)
 {
 	ucp_params_t up = {
@@ -71,6 +127,7 @@ static int ucx_init(struct hkv_xfer *x)
 	st = ucp_config_read(NULL, NULL, &cfg);
 	if (st != UCS_OK)
 		goto fail;
+	ucx_config_shm(cfg);
 	st = ucp_init(&up, cfg, &x->ctx);
 	ucp_config_release(cfg);
 	if (st != UCS_OK)
@@ -147,7 +204,7 @@ static void drain(struct hkv_xfer *x)
 		busy = x->pending_sends > 0;
 		for (p = x->peers; p; p = p->next)
 			busy |= p->ntx || p->close_req;
-	} while (busy && xf_now_ns() < deadline);
+	} while (busy && xf_coarse_ns() < deadline);
 	if (busy)
 		xf_log(1, "endpoint destroyed with UCX requests still outstanding");
 }

@@ -30,8 +30,11 @@ static int grant_check(struct hkv_xfer_peer *p, const struct xf_wire_grant_req *
 	uint64_t pages, mem = grant_mem(rq->n);
 	int err;
 
-	if (p->ngrants >= x->max_grants)
+	if (p->ngrants >= x->max_grants) {
+		x->st.grants_busy++;
+		p->st.grants_busy++;
 		return -EBUSY;
+	}
 	if (p->grant_mem + mem > x->max_grant_mem || x->st.grant_mem + mem > x->max_grant_mem_all) {
 		x->st.grants_over_limit++;
 		p->st.grants_over_limit++;
@@ -76,7 +79,12 @@ static int grant_add(struct hkv_xfer_peer *p, const struct xf_wire_grant_req *rq
 	if (p->grant_mem > p->st.grant_mem_peak)
 		p->st.grant_mem_peak = p->grant_mem;
 	for (unsigned i = 0; i < rq->n; i++)
-		g->bytes_expected += rq->ext[i].len * p->x->page_bytes;
+		g->pages += rq->ext[i].len;
+	g->bytes_expected = g->pages * p->x->page_bytes;
+	p->x->st.grant_pages += g->pages;
+	p->st.grant_pages += g->pages;
+	p->x->st.grant_bytes += g->bytes_expected;
+	p->st.grant_bytes += g->bytes_expected;
 	g->next = p->grants;
 	p->grants = g;
 	p->ngrants++;
@@ -94,6 +102,11 @@ static void grant_end(struct hkv_xfer_peer *p, struct xf_grant *g, int result)
 	p->ngrants--;
 	p->grant_mem -= g->mem;
 	x->st.grant_mem -= g->mem;
+	x->st.grant_pages -= g->pages;
+	p->st.grant_pages -= g->pages;
+	x->st.grant_bytes -= g->bytes_expected;
+	p->st.grant_bytes -= g->bytes_expected;
+	x->metrics_dirty = true;
 	free(g->ext);
 	free(g);
 }
@@ -133,6 +146,7 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		x->st.grants_active++;
 		p->st.grants_active++;
 	}
+	x->metrics_dirty = true;
 	xf_wire_hdr_set(&rep.h, XF_AM_GRANT_REP);
 	rep.id = rq->id;
 	rep.result = err;
@@ -157,6 +171,7 @@ void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	for (g = p->grants; g; g = g->next)
 		if (g->id == rl->id && !g->released && !g->ended) {
 			g->released = true;
+			p->x->grants_closing++;
 			if (!g->result)
 				g->result = rl->result > 0 ? -EIO : rl->result;
 			/* two-sided put: every byte must have come before RELEASE */
@@ -214,7 +229,8 @@ static void grant_finish(struct hkv_xfer_peer *p, struct xf_grant *g)
 
 /**
  * xf_grants_poll() - end grants that are released (or failed) and idle
- * @x: the endpoint
+ * @x: the endpoint (called while x->grants_closing, the number of grants
+ *	released or failed and not yet ended, is not 0)
  */
 void xf_grants_poll(struct hkv_xfer *x)
 {
@@ -225,6 +241,7 @@ void xf_grants_poll(struct hkv_xfer *x)
 		for (gp = &p->grants; (g = *gp);) {
 			if ((g->released || g->ended) && !g->pending) {
 				*gp = g->next;
+				x->grants_closing--;
 				grant_finish(p, g);
 				continue;
 			}
@@ -243,11 +260,14 @@ void xf_grants_end(struct hkv_xfer_peer *p, int err)
 	struct xf_grant **gp, *g;
 
 	for (gp = &p->grants; (g = *gp);) {
+		if (!g->released && !g->ended)
+			p->x->grants_closing++;
 		g->ended = true;
 		g->result = err;
 		g->answer = false;
 		if (!g->pending) {
 			*gp = g->next;
+			p->x->grants_closing--;
 			grant_end(p, g, err);
 			continue;
 		}
@@ -259,7 +279,7 @@ void xf_grants_end(struct hkv_xfer_peer *p, int err)
  * xf_grants_expire() - a peer that let a grant pass its deadline is
  *	closed: its grants end with -ETIMEDOUT and their pins go back
  * @x: the endpoint
- * @now: xf_now_ns()
+ * @now: xf_coarse_ns()
  */
 void xf_grants_expire(struct hkv_xfer *x, uint64_t now)
 {
@@ -278,6 +298,7 @@ void xf_grants_expire(struct hkv_xfer *x, uint64_t now)
 		       (unsigned long long)p->id, p->name, (unsigned long long)g->id);
 		x->st.grants_expired++;
 		p->st.grants_expired++;
+		x->metrics_dirty = true;
 		xf_peer_error(p, -ETIMEDOUT);
 	}
 }

@@ -82,6 +82,7 @@ struct xf_stats {
 	uint64_t submitted, ops, pages, bytes, extents_in, max_ops_inflight;
 	uint64_t grants, grants_refused, grants_active, peer_failures;
 	uint64_t auth_failures, grants_expired, grants_over_limit, grant_mem, grant_mem_peak;
+	uint64_t grants_busy, grant_pages, grant_bytes, peers_rejected;
 	struct xf_hist lat, grant;
 	unsigned recent_head, nrecent;
 	struct hkv_xfer_slow recent[HKV_XFER_RECENT];
@@ -92,7 +93,8 @@ void xf_stats_submit(struct xf_stats *s, const struct xf_tx *tx);
 void xf_stats_done(struct xf_stats *s, const struct xf_tx *tx, uint64_t ns);
 void xf_hist_add(struct xf_hist *h, uint64_t v);
 uint64_t xf_hist_pct(const struct xf_hist *h, double pct);
-/* metrics.c: the figures into the pool's stats page (rate-limited) */
+/* metrics.c: the figures into the pool's stats page (rate-limited; a
+ * change of x->metrics_dirty left by the limit goes with a later step) */
 void xf_metrics_publish(struct hkv_xfer *x, bool force);
 
 /* ---- reg.c -------------------------------------------------------------- */
@@ -126,7 +128,7 @@ struct xf_grant {
 	struct hkv_extent *ext;
 	/* two-sided data path: receives/sends still using the pages */
 	unsigned pending;
-	uint64_t bytes_done, bytes_expected, deadline, mem;
+	uint64_t bytes_done, bytes_expected, deadline, mem, pages;
 	bool released, ended, answer;	/* answer: a two-sided put, send DONE */
 	int result;			/* RELEASE's result, or the failure */
 };
@@ -223,11 +225,13 @@ struct hkv_xfer {
 	struct xf_msg *inbox, **inbox_tail;
 	struct xf_tx *txs;		/* all transfers not yet collected */
 	unsigned inflight, max_inflight, max_grants, flags, pending_sends;
+	unsigned grants_closing;	/* released or failed, not yet ended */
 	int timeout_ms, grant_timeout_ms;
 	uint64_t reg_chunk_bytes, max_grant_mem, max_grant_mem_all;
 	hkv_xfer_access_fn access;
 	void *access_ctx;
 	unsigned completed;		/* transfers ended by this progress call */
+	bool metrics_dirty;		/* grant figures changed since the last publication */
 	struct xf_stats st;
 };
 
@@ -235,6 +239,7 @@ struct hkv_xfer {
 
 int xf_errno(ucs_status_t st);
 uint64_t xf_now_ns(void);
+uint64_t xf_coarse_ns(void);	/* deadline checks: never early, a tick late */
 int xf_parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len);
 void xf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t xf_deadline(int timeout_ms);

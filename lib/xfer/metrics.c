@@ -3,9 +3,11 @@
  * metrics.c - an endpoint's transfer figures into its pool's stats page
  * (hkv_page_set_xfer(), published with the page's next publication): the
  * endpoint's counters, its latency histogram folded into the page's fixed
- * buckets, and the first HKV_PAGE_XFER_PEERS peers. Called as a transfer
- * ends (at most every XF_METRICS_NS: a clock read otherwise) and when the
- * endpoint is destroyed.
+ * buckets, and the first HKV_PAGE_XFER_PEERS peers; as a target, the
+ * grants its peers hold and the ones it refused. Called as a transfer
+ * ends, from a progress step after the grant figures changed (at most
+ * every XF_METRICS_NS: a clock read otherwise) and when the endpoint is
+ * destroyed.
  */
 #include "internal.h"
 
@@ -59,7 +61,7 @@ void xf_metrics_publish(struct hkv_xfer *x, bool force)
 	static __thread uint64_t last;
 	struct hkv_page_xfer p = { .sz = sizeof(p), .endpoints = 1 };
 	const struct hkv_xfer_peer *q;
-	uint64_t now = xf_now_ns();
+	uint64_t now = xf_coarse_ns();
 
 	if (!force && x == last_x && now - last < XF_METRICS_NS)
 		return;
@@ -73,15 +75,37 @@ void xf_metrics_publish(struct hkv_xfer *x, bool force)
 	p.bytes = x->st.bytes;
 	p.pages = x->st.pages;
 	p.peer_failures = x->st.peer_failures;
+	p.grants = x->st.grants;
+	p.grants_active = x->st.grants_active;
+	p.grant_pages = x->st.grant_pages;
+	p.grant_bytes = x->st.grant_bytes;
+	p.grant_mem = x->st.grant_mem;
+	p.grants_refused = x->st.grants_refused;
+	p.grants_refused_limit = x->st.grants_over_limit;
+	p.grants_refused_busy = x->st.grants_busy;
+	p.grants_expired = x->st.grants_expired;
+	p.auth_failures = x->st.auth_failures;
+	p.peers_rejected = x->st.peers_rejected;
 	memcpy(p.lat_le_ns, lat_le, sizeof(lat_le));
 	fold(&x->st.lat, &p);
 	for (q = x->peers; q && p.npeers < HKV_PAGE_XFER_PEERS; q = q->next) {
+		struct hkv_page_grants *pg = &p.peer_grants[p.npeers];
 		struct hkv_page_peer *pp = &p.peer[p.npeers++];
 
 		pp->peer = q->id;
 		pp->transfers = q->st.transfers;
 		pp->failures = q->st.failures;
 		pp->bytes = q->st.bytes;
+		pg->peer = q->id;
+		pg->grants = q->st.grants;
+		pg->active = q->st.grants_active;
+		pg->pages = q->st.grant_pages;
+		pg->bytes = q->st.grant_bytes;
+		pg->refused = q->st.grants_refused;
+		pg->refused_limit = q->st.grants_over_limit;
+		pg->refused_busy = q->st.grants_busy;
+		pg->expired = q->st.grants_expired;
 	}
+	x->metrics_dirty = false;
 	hkv_page_set_xfer(x->pool, &p);	/* -ENOENT: the pool has no page */
 }

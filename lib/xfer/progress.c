@@ -25,7 +25,7 @@ static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
 		xf_log(1, "peer %llu: message %#x before authentication: connection closed",
 		       (unsigned long long)p->id, m->am_id);
 		x->st.auth_failures++;
-		xf_peer_fail(p, -EACCES);
+		xf_peer_fail(p, -EACCES);	/* marks the figures changed */
 		return;
 	}
 	switch (m->am_id) {
@@ -97,16 +97,19 @@ static unsigned step(struct hkv_xfer *x)
 		xf_conn_reqs_accept(x);
 	if (x->inbox)
 		inbox_drain(x);
-	xf_grants_poll(x);
+	if (x->grants_closing)
+		xf_grants_poll(x);
 	if (x->st.grants_active)
-		xf_grants_expire(x, xf_now_ns());
+		xf_grants_expire(x, xf_coarse_ns());
 	xf_peers_reap(x);
 	if (x->txs) {
-		timeouts(x, xf_now_ns());
+		timeouts(x, xf_coarse_ns());
 		xf_tx_issue(x);
 		xf_tx_advance(x);
 		xf_tx_issue(x);
 	}
+	if (x->metrics_dirty)
+		xf_metrics_publish(x, false);
 	return n;
 }
 
@@ -201,7 +204,7 @@ HKV_API int hkv_xfer_wait(struct hkv_xfer *x, uint64_t id, int timeout_ms)
 		r = id ? hkv_xfer_test(x, id) : test_all(x, &first_err);
 		if (r != -EINPROGRESS)
 			return r;
-		if (xf_now_ns() >= deadline)
+		if (xf_coarse_ns() >= deadline)
 			return -EAGAIN;
 		if (step(x))
 			spins = 0;

@@ -25,7 +25,7 @@ HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_
 				*out = p;
 				return 0;
 			}
-		if (xf_now_ns() >= deadline)
+		if (xf_coarse_ns() >= deadline)
 			return -ETIMEDOUT;
 	}
 }
@@ -79,7 +79,7 @@ HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_m
 		}
 		if (p->error)
 			err = connect_error(p->error);
-		else if (xf_now_ns() >= deadline)
+		else if (xf_coarse_ns() >= deadline)
 			err = -ETIMEDOUT;
 	}
 	xf_peer_fail(p, err);
@@ -99,7 +99,7 @@ HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
 		return;
 	x = p->x;
 	deadline = xf_deadline(x->timeout_ms);
-	while (p->ntx && p->state != XF_PEER_FAILED && xf_now_ns() < deadline)
+	while (p->ntx && p->state != XF_PEER_FAILED && xf_coarse_ns() < deadline)
 		xf_progress_once(x);
 	if (p->state != XF_PEER_FAILED && !p->error && !p->ntx && p->ep) {
 		ucp_request_param_t rp = { .op_attr_mask = 0 };
@@ -120,7 +120,7 @@ HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
 		xf_peer_fail(p, p->error ? p->error : -ECANCELED);
 	}
 	p->closing = true;
-	while ((p->ntx || p->close_req) && xf_now_ns() < deadline) {
+	while ((p->ntx || p->close_req) && xf_coarse_ns() < deadline) {
 		ucp_worker_progress(x->worker);
 		xf_peer_closed(p);
 		xf_tx_advance(x);

@@ -158,6 +158,10 @@ static void fill(const struct xf_stats *s, struct hkv_xfer_stats *st)
 	st->grants_over_limit = s->grants_over_limit;
 	st->grant_mem = s->grant_mem;
 	st->grant_mem_peak = s->grant_mem_peak;
+	st->grants_busy = s->grants_busy;
+	st->grant_pages = s->grant_pages;
+	st->grant_bytes = s->grant_bytes;
+	st->peers_rejected = s->peers_rejected;
 }
 
 /* the first layout of struct hkv_xfer_stats: up to @slow */
@@ -197,7 +201,8 @@ static const struct xf_field {
 	F(grants_active, F_U64), F(peer_failures, F_U64), F(lat_p50_ns, F_U64),
 	F(lat_p99_ns, F_U64), F(lat_max_ns, F_U64), F(grant_p50_ns, F_U64),
 	F(auth_failures, F_U64), F(grants_expired, F_U64), F(grants_over_limit, F_U64),
-	F(grant_mem, F_U64), F(grant_mem_peak, F_U64),
+	F(grant_mem, F_U64), F(grant_mem_peak, F_U64), F(grants_busy, F_U64),
+	F(grant_pages, F_U64), F(grant_bytes, F_U64), F(peers_rejected, F_U64),
 };
 #undef F
 #define S(name)	{ #name, offsetof(struct hkv_xfer_slow, name), F_U64 }

@@ -49,6 +49,21 @@ uint64_t xf_now_ns(void)
 }
 
 /* absolute deadline for a limit in ms; < 0 = none (UINT64_MAX) */
+/*
+ * The clock of deadline checks, made every progress step: the coarse
+ * clock is a read of the kernel's last tick (a few ns, where the precise
+ * one costs tens in a VM), behind by at most a tick (1-10 ms). Deadlines
+ * are set with the precise clock (xf_deadline()), so a check never fires
+ * early, at most a tick late. Latencies use the precise clock.
+ */
+uint64_t xf_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t xf_deadline(int timeout_ms)
 {
 	if (timeout_ms < 0)

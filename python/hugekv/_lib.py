@@ -111,13 +111,25 @@ class PagePeer(ctypes.Structure):
     _fields_ = [("peer", c_u64), ("transfers", c_u64), ("failures", c_u64), ("bytes", c_u64)]
 
 
+class PageGrants(ctypes.Structure):
+    _fields_ = [(n, c_u64) for n in ("peer", "grants", "active", "pages", "bytes", "refused",
+                                     "refused_limit", "refused_busy", "expired")]
+
+
 class PageXfer(ctypes.Structure):
     _fields_ = [("sz", ctypes.c_size_t), ("endpoints", c_u64), ("transfers", c_u64),
                 ("failures", c_u64), ("timeouts", c_u64), ("refused", c_u64),
                 ("ops", c_u64), ("bytes", c_u64), ("pages", c_u64), ("peer_failures", c_u64),
                 ("lat_le_ns", c_u64 * PAGE_XFER_LAT), ("lat_count", c_u64 * PAGE_XFER_LAT),
                 ("lat_n", c_u64), ("lat_sum_ns", c_u64), ("npeers", c_uint),
-                ("peer", PagePeer * PAGE_XFER_PEERS)]
+                ("peer", PagePeer * PAGE_XFER_PEERS)] + [(n, c_u64) for n in (
+                    "grants", "grants_active", "grant_pages", "grant_bytes", "grant_mem",
+                    "grants_refused", "grants_refused_limit", "grants_refused_busy",
+                    "grants_expired", "auth_failures", "peers_rejected")] + [
+                ("peer_grants", PageGrants * PAGE_XFER_PEERS)]
+
+
+PAGE_XFER_SZ0 = PageXfer.grants.offset      # the first layout: up to peer
 
 
 class Page(ctypes.Structure):

@@ -94,9 +94,12 @@ def host_pages(directory=None):
             "stats": _stats_dict(pg.stats),
             "xfer": {f: (list(getattr(x, f)) if isinstance(getattr(x, f), ctypes.Array)
                          else getattr(x, f))
-                     for f, _ in _lib.PageXfer._fields_ if f != "peer"} | {
+                     for f, _ in _lib.PageXfer._fields_ if f not in ("peer", "peer_grants")} | {
                 "peer": [(p.peer, p.transfers, p.failures, p.bytes)
-                         for p in list(x.peer)[:min(x.npeers, _lib.PAGE_XFER_PEERS)]]},
+                         for p in list(x.peer)[:min(x.npeers, _lib.PAGE_XFER_PEERS)]],
+                "peer_grants": [{f: getattr(g, f) for f, _ in _lib.PageGrants._fields_}
+                                for g in list(x.peer_grants)[:min(x.npeers,
+                                                                  _lib.PAGE_XFER_PEERS)]]},
         })
     return _merge_named(pages), errors
 
@@ -245,6 +248,50 @@ def _xfer_metrics(f, key, x):
                   fails, ["peer"], [str(peer)])
         f.counter("hugekv_peer_transfer_bytes", "Bytes moved with each peer.", key, b,
                   ["peer"], [str(peer)])
+    _grant_metrics(f, key, x)
+
+
+def _refusals(refused, limit, busy):
+    return (("limit", limit), ("busy", busy), ("denied", refused - min(refused, limit + busy)))
+
+
+def _grant_metrics(f, key, x):
+    """the pool as a transfer target: the grants its endpoint gives peers"""
+    if x["sz"] <= _lib.PAGE_XFER_SZ0:
+        return
+    f.counter("hugekv_grants", "Grants the pool's endpoint gave peers.", key, x["grants"])
+    f.gauge("hugekv_grants_active", "Grants peers hold on the pool now.", key,
+            x["grants_active"])
+    f.gauge("hugekv_granted_pages", "Pages the grants held now name.", key, x["grant_pages"])
+    f.gauge("hugekv_granted_bytes", "Bytes the grants held now name.", key, x["grant_bytes"],
+            unit="bytes")
+    f.gauge("hugekv_grant_state_bytes", "Bytes of grant state held now.", key,
+            x["grant_mem"], unit="bytes")
+    for reason, v in _refusals(x["grants_refused"], x["grants_refused_limit"],
+                               x["grants_refused_busy"]):
+        f.counter("hugekv_grants_refused", "Grant requests refused by reason.", key, v,
+                  ["reason"], [reason])
+    f.counter("hugekv_grants_expired", "Grants that passed their deadline.", key,
+              x["grants_expired"])
+    f.counter("hugekv_transfer_auth_failures", "Connections that failed to authenticate.",
+              key, x["auth_failures"])
+    f.counter("hugekv_transfer_peers_rejected", "Connections rejected at max_peers.", key,
+              x["peers_rejected"])
+    for g in x["peer_grants"]:
+        peer = [str(g["peer"])]
+        f.counter("hugekv_peer_grants", "Grants given to each peer.", key, g["grants"],
+                  ["peer"], peer)
+        f.gauge("hugekv_peer_grants_active", "Grants each peer holds now.", key, g["active"],
+                ["peer"], peer)
+        f.gauge("hugekv_peer_granted_pages", "Pages each peer's grants name now.", key,
+                g["pages"], ["peer"], peer)
+        f.gauge("hugekv_peer_granted_bytes", "Bytes each peer's grants name now.", key,
+                g["bytes"], ["peer"], peer, unit="bytes")
+        for reason, v in _refusals(g["refused"], g["refused_limit"], g["refused_busy"]):
+            f.counter("hugekv_peer_grants_refused", "Each peer's grant requests refused, "
+                      "by reason.", key, v, ["peer", "reason"], peer + [reason])
+        f.counter("hugekv_peer_grants_expired", "Each peer's grants that passed their "
+                  "deadline.", key, g["expired"], ["peer"], peer)
 
 
 class HugekvCollector:

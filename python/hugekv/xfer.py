@@ -75,7 +75,7 @@ class XferStats(ctypes.Structure):
                              "grant_p50_ns")] + [
         ("nslow", c_uint), ("slow", XferSlow * SLOWEST)] + [(n, c_u64) for n in (
             "auth_failures", "grants_expired", "grants_over_limit", "grant_mem",
-            "grant_mem_peak")]
+            "grant_mem_peak", "grants_busy", "grant_pages", "grant_bytes", "peers_rejected")]
 
 
 ACCESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_uint, c_uint,

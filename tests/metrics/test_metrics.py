@@ -477,6 +477,116 @@ def test_transfer_metrics():
         e.close()
 
 
+GRANTS = os.path.join(BUILD, "tests", "metrics-grants")
+
+# the exported families of a target's grants, and the library's figure of each
+GRANT_FIGURES = [
+    ("hugekv_grants_total", "", "grants"),
+    ("hugekv_grants_active", "", "grants_active"),
+    ("hugekv_granted_pages", "", "grant_pages"),
+    ("hugekv_granted_bytes", "", "grant_bytes"),
+    ("hugekv_grant_state_bytes", "", "grant_mem"),
+    ("hugekv_grants_refused_total", ',reason="limit"', "grants_over_limit"),
+    ("hugekv_grants_refused_total", ',reason="busy"', "grants_busy"),
+    ("hugekv_grants_expired_total", "", "grants_expired"),
+    ("hugekv_transfer_auth_failures_total", "", "auth_failures"),
+    ("hugekv_transfer_peers_rejected_total", "", "peers_rejected"),
+    ("hugekv_transfer_peer_failures_total", "", "peer_failures"),
+]
+PEER_FIGURES = [
+    ("hugekv_peer_grants_total", "", "grants"),
+    ("hugekv_peer_grants_active", "", "grants_active"),
+    ("hugekv_peer_granted_pages", "", "grant_pages"),
+    ("hugekv_peer_granted_bytes", "", "grant_bytes"),
+    ("hugekv_peer_grants_refused_total", ',reason="limit"', "grants_over_limit"),
+    ("hugekv_peer_grants_refused_total", ',reason="busy"', "grants_busy"),
+    ("hugekv_peer_grants_expired_total", "", "grants_expired"),
+]
+
+
+def _denied(st):
+    return st["grants_refused"] - st["grants_over_limit"] - st["grants_busy"]
+
+
+def test_grant_metrics():
+    """a transfer target under a grant flood (metrics-grants): at each of its
+    checkpoints the exported grant figures, per pool and per peer, equal
+    its library's hkv_xfer_stats; promtool accepts them; hugekv.prometheus
+    reads the same figures"""
+    if not os.path.exists(GRANTS):
+        raise Skip("metrics-grants not built (libucx-dev missing)")
+    e = Env()
+    e.env.update(HUGEKV_LIBRARY=os.path.join(BUILD, "libhugekv.so"),
+                 PYTHONPATH=os.path.join(ROOT, "python"))
+    try:
+        tgt = e.spawn([GRANTS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for phase in ("flood", "revoked"):
+            line = tgt.stdout.readline()
+            assert line, "metrics-grants ended before its %s checkpoint" % phase
+            lib = json.loads(line)
+            st = lib["endpoint"]
+            assert st["auth_failures"] == 1 and st["peers_rejected"] >= 1, st
+            assert st["grants_over_limit"] > 0 and st["grants_busy"] > 0 and _denied(st) == 1
+            if phase == "flood":
+                assert st["grants_active"] == 8 and st["grant_pages"] > 0, st
+                assert st["grants_expired"] == 0, st
+            else:
+                assert st["grants_active"] == 0 and st["grants_expired"] == 1, st
+            sel = 'pool="%d.%d",label="grant target"' % (tgt.pid, lib["pool"])
+
+            def val(t, name, extra=""):
+                m = re.search(r"^%s\{%s%s\} (\S+)$" % (re.escape(name), re.escape(sel),
+                                                      re.escape(extra)), t, re.M)
+                return float(m.group(1)) if m else None
+
+            def exported():
+                _, t, _ = run([HKVCTL, "metrics", "--format", "prometheus", "--dir", e.rt], 0)
+                for name, extra, f in GRANT_FIGURES:
+                    if val(t, name, extra) != st[f]:
+                        return None
+                if val(t, "hugekv_grants_refused_total", ',reason="denied"') != _denied(st):
+                    return None
+                for q in lib["per_peer"]:
+                    peer = ',peer="%d"' % q["peer"]
+                    for name, extra, f in PEER_FIGURES:
+                        if val(t, name, peer + extra) != q["stats"][f]:
+                            return None
+                return t
+            text = wait_for("the %s figures in hkvctl metrics" % phase, exported, 30, 0.1)
+            assert lib["per_peer"], lib
+            pt = shutil.which("promtool")
+            if pt:
+                rc, out, err = run([pt, "check", "metrics"], stdin=text)
+                assert rc == 0 and not out.strip(), (out, err)
+            _, om, _ = run([HKVCTL, "metrics", "--dir", e.rt], 0)    # OpenMetrics
+            assert "# TYPE hugekv_grants counter" in om and om.endswith("# EOF\n"), om[-200:]
+            # hugekv.prometheus reads the same page
+            code = ("import sys, json, hugekv.prometheus as hp\n"
+                    "pg, err = hp.host_pages(sys.argv[1])\n"
+                    "print(json.dumps([p['xfer'] for p in pg if p['label'] == 'grant target']))\n")
+            out = subprocess.run(["/usr/bin/python3", "-c", code, e.rt], env=e.env, check=True,
+                                 capture_output=True, text=True).stdout
+            (px,) = json.loads(out)
+            assert (px["grants"], px["grants_active"], px["grant_pages"], 
+                    px["grants_refused_busy"],
+                    px["grants_refused_limit"], px["grants_expired"], px["auth_failures"]) == (
+                st["grants"], st["grants_active"], st["grant_pages"], st["grants_busy"],
+                st["grants_over_limit"], st["grants_expired"], st["auth_failures"]), (px, st)
+            assert [g["active"] for g in px["peer_grants"]] == [
+                q["stats"]["grants_active"] for q in lib["per_peer"]], px
+            # hkvctl top: the grants held now
+            j = run_json([HKVCTL, "top", "--json", "--interval", "0.3", "--dir", e.rt])
+            (tp,) = [x for x in j["pools"] if x["label"] == "grant target"]
+            assert (tp["grants_active"], tp["granted_pages"]) == (
+                st["grants_active"], st["grant_pages"]), tp
+            tgt.stdin.write("\n")
+            tgt.stdin.flush()
+        tgt.stdin.close()
+        assert tgt.wait(60) == 0, "metrics-grants: the target's pool did not check clean"
+    finally:
+        e.close()
+
+
 # ---- hkv-trace names pools by their labels -------------------------------------------
 def test_trace_shows_labels():
     trace = os.path.join(BUILD, "hkv-trace")
@@ -573,8 +683,8 @@ def test_usage():
 
 TESTS = [test_usage, test_pages_published_and_removed, test_stale_after_kill9,
          test_promtool_rules, test_dashboard_json, test_promtool_metrics_and_textfile,
-         test_top_json_once, test_top_in_tmux, test_transfer_metrics, test_trace_shows_labels,
-         test_unprivileged_reader, test_prometheus_scrapes_listen]
+         test_top_json_once, test_top_in_tmux, test_transfer_metrics, test_grant_metrics,
+         test_trace_shows_labels, test_unprivileged_reader, test_prometheus_scrapes_listen]
 
 
 def run_tests(tests, what):

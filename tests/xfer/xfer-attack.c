@@ -19,9 +19,18 @@
  * (in xfer-test). UCX_TLS applies (the run script uses its default,
  * tcp, and shared memory).
  *
+ * Across hosts: XFER_ATTACK_ADDR names the IPv4 address the target listens
+ * on and the attacker connects to (default 127.0.0.1), and
+ * XFER_ATTACK_TARGET_NETNS a network namespace (a name under /run/netns)
+ * the target enters before it starts; the run script starts the attacker
+ * in the other namespace of a veth pair.
+ *
  * usage: xfer-attack [CASE...]   (default: all)
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>		/* setns */
+#include <sys/mount.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +52,8 @@
 #define PB		65536ull
 #define ALLOC		384
 #define KEY		"xfer-attack: the target's key, 32 bytes"
+
+static const char *addr = "127.0.0.1";	/* $XFER_ATTACK_ADDR */
 
 static int failures;
 
@@ -97,6 +108,28 @@ struct hello_info {
 	uint64_t base;
 };
 
+/* enter network namespace @ns as "ip netns exec" does: UCX finds the
+ * network devices in /sys/class/net, which shows the namespace of the
+ * sysfs mount, so a sysfs of the new namespace is mounted over /sys in a
+ * mount namespace of our own */
+static int enter_netns(const char *ns)
+{
+	char path[256];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) || unshare(CLONE_NEWNS) ||
+	    mount("", "/", NULL, MS_SLAVE | MS_REC, NULL) || umount2("/sys", MNT_DETACH) ||
+	    mount(ns, "/sys", "sysfs", 0, NULL))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		fprintf(stderr, "  target: enter netns %s: %s\n", ns, strerror(-err));
+	return err;
+}
+
 /* serve until the parent closes the pipe; exit 0 if the pool is untouched */
 static void target_main(int wfd, int rfd)
 {
@@ -109,9 +142,12 @@ static void target_main(int wfd, int rfd)
 	struct hkv_extent e;
 	struct hkv_xfer *x;
 	uint64_t p, w, bad = 0;
-	char c;
+	const char *ns = getenv("XFER_ATTACK_TARGET_NETNS");
+	char c, listen[64];
 	int rc = 0;
 
+	if (ns && *ns && enter_netns(ns))	/* the other end of the veth pair */
+		_exit(14);
 	if (hkv_pool_create(&po, &t.pool))
 		_exit(77);
 	if (hkv_alloc(t.pool, ALLOC, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &e, 1) != 1 ||
@@ -124,7 +160,8 @@ static void target_main(int wfd, int rfd)
 	if (hkv_xfer_create(t.pool, &xo, &x))
 		_exit(11);
 	hkv_xfer_set_access_fn(x, tgt_access, &t);
-	if (hkv_xfer_listen(x, "127.0.0.1:0", &hi.port))
+	snprintf(listen, sizeof(listen), "%s:0", addr);
+	if (hkv_xfer_listen(x, listen, &hi.port))
 		_exit(12);
 	hi.base = (uint64_t)(uintptr_t)hkv_page_ptr(t.pool, 0);
 	if (write(wfd, &hi, sizeof(hi)) != sizeof(hi))
@@ -235,7 +272,8 @@ static int atk_open(struct atk *a, unsigned port)
 	a->buf = aligned_alloc(4096, a->buflen);
 	mp.address = a->buf;
 	mp.length = a->buflen;
-	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		return -1;
 	ep.sockaddr.addr = (const struct sockaddr *)&sin;
 	ep.sockaddr.addrlen = sizeof(sin);
 	if (ucp_init(&up, NULL, &a->ctx) != UCS_OK ||
@@ -447,6 +485,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setenv("HUGEKV_LOG", "error", 0);
 	setenv("UCX_LOG_LEVEL", "fatal", 0);	/* the attack's refusals are expected */
+	if (getenv("XFER_ATTACK_ADDR") && *getenv("XFER_ATTACK_ADDR"))
+		addr = getenv("XFER_ATTACK_ADDR");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int before = failures;
 		bool want = argc < 2;

@@ -56,9 +56,10 @@ static void bench_usage(FILE *f)
 "(default 3); medians. Defaults: 16384 pages of 64K (1 GiB), occupancy\n"
 "0.95 after churn, requests of 256 pages, 4096 pages a round, 3 rounds,\n"
 "depth 8. --mode tcp: UCX_TLS=tcp on 127.0.0.1; shm: UCX_TLS=sm,tcp (UCX\n"
-"picks its shared-memory transports where it can: with peer error handling,\n"
-"as hkv-xfer and -e, UCX 1.13 takes tcp loopback); netns: UCX_TLS=tcp,\n"
-"the server in namespace SRV listening on IP, the client in CLI.\n");
+"picks its shared-memory transports; with peer error handling, as hkv-xfer\n"
+"and -e, only with UCX_MM_ERROR_HANDLING=y, which hkv-xfer sets itself and\n"
+"the -e runs here get); netns: UCX_TLS=tcp, the server in namespace SRV\n"
+"listening on IP, the client in CLI.\n");
 }
 
 /* run argv (prefixed by "ip netns exec NS" when ns), stdout to out_fd */
@@ -190,6 +191,7 @@ static int run_perftest(const struct bcfg *c, const char *test, bool errh, uint6
 	char *cli[] = { "ucx_perftest", (char *)c->addr, "-t", (char *)test, "-s", sz, "-n", iters,
 			"-p", port, errh ? "-e" : NULL, NULL };
 	int co[2], devnull, rc = -1, tries;
+	bool mm;
 	const char *fin;
 	size_t len;
 	ssize_t k;
@@ -198,6 +200,11 @@ static int run_perftest(const struct bcfg *c, const char *test, bool errh, uint6
 	snprintf(sz, sizeof(sz), "%" PRIu64, size);
 	snprintf(iters, sizeof(iters), "%" PRIu64, n);
 	snprintf(port, sizeof(port), "%u", c->port ? c->port + 1 : 13399);
+	/* -e on shared memory: UCX's MM error handling, as hkv-xfer turns on
+	 * (without it UCX 1.13 puts such endpoints on tcp loopback) */
+	mm = errh && !strcmp(c->mode, "shm") && !getenv("UCX_MM_ERROR_HANDLING");
+	if (mm)
+		setenv("UCX_MM_ERROR_HANDLING", "y", 1);
 	devnull = open("/dev/null", 1);
 	sp = spawn(c, c->ns_srv, srv, devnull, devnull);
 	for (tries = 0; tries < 20 && rc; tries++) {
@@ -217,6 +224,8 @@ static int run_perftest(const struct bcfg *c, const char *test, bool errh, uint6
 	}
 	kill(sp, SIGTERM);
 	wait_rc(sp);
+	if (mm)
+		unsetenv("UCX_MM_ERROR_HANDLING");
 	close(devnull);
 	fin = strstr(out, "Final:");
 	if (rc || !fin)

@@ -407,6 +407,87 @@ static void e_peer_n(struct om *w, const struct ctl_page *p) { e_peer(w, p, 0); 
 static void e_peer_fail(struct om *w, const struct ctl_page *p) { e_peer(w, p, 1); }
 static void e_peer_bytes(struct om *w, const struct ctl_page *p) { e_peer(w, p, 2); }
 
+/* the pool as a transfer target: the grants its endpoint gives peers;
+ * from pages of a layout that carries them */
+static bool has_grants(const struct ctl_page *p)
+{
+	return XF(p)->endpoints && XF(p)->sz > HKV_PAGE_XFER_SZ0;
+}
+
+static void e_gr(struct om *w, const struct ctl_page *p, uint64_t v)
+{
+	if (has_grants(p))
+		u64(w, p, NULL, v);
+}
+
+static void e_gr_n(struct om *w, const struct ctl_page *p) { e_gr(w, p, XF(p)->grants); }
+static void e_gr_act(struct om *w, const struct ctl_page *p) { e_gr(w, p, XF(p)->grants_active); }
+static void e_gr_pages(struct om *w, const struct ctl_page *p) { e_gr(w, p, XF(p)->grant_pages); }
+static void e_gr_bytes(struct om *w, const struct ctl_page *p) { e_gr(w, p, XF(p)->grant_bytes); }
+static void e_gr_mem(struct om *w, const struct ctl_page *p) { e_gr(w, p, XF(p)->grant_mem); }
+static void e_gr_exp(struct om *w, const struct ctl_page *p) { e_gr(w, p, XF(p)->grants_expired); }
+static void e_auth_fail(struct om *w, const struct ctl_page *p)
+{
+	e_gr(w, p, XF(p)->auth_failures);
+}
+
+static void e_peers_rej(struct om *w, const struct ctl_page *p)
+{
+	e_gr(w, p, XF(p)->peers_rejected);
+}
+
+/* refusals by reason: limit (-ENOBUFS), busy (-EBUSY), denied (the rest:
+ * the checks of the pages, the access callback) */
+static void refused(struct om *w, const struct ctl_page *p, const char *peer, uint64_t all,
+		    uint64_t limit, uint64_t busy)
+{
+	char extra[80];
+	static const char *const why[] = { "limit", "busy", "denied" };
+	uint64_t v[3] = { limit, busy, all - HKV_MIN_U64(limit + busy, all) };
+
+	for (unsigned k = 0; k < 3; k++) {
+		snprintf(extra, sizeof(extra), "%s%sreason=\"%s\"", peer ? peer : "",
+			 peer ? "," : "", why[k]);
+		u64(w, p, extra, v[k]);
+	}
+}
+
+static void e_gr_ref(struct om *w, const struct ctl_page *p)
+{
+	const struct hkv_page_xfer *x = XF(p);
+
+	if (has_grants(p))
+		refused(w, p, NULL, x->grants_refused, x->grants_refused_limit,
+			x->grants_refused_busy);
+}
+
+enum { PG_N, PG_ACT, PG_PAGES, PG_BYTES, PG_EXP, PG_REF };
+
+static void e_peer_gr(struct om *w, const struct ctl_page *p, unsigned what)
+{
+	char extra[48];
+
+	if (!has_grants(p))
+		return;
+	for (unsigned i = 0; i < XF(p)->npeers && i < HKV_PAGE_XFER_PEERS; i++) {
+		const struct hkv_page_grants *q = &XF(p)->peer_grants[i];
+		const uint64_t v[] = { q->grants, q->active, q->pages, q->bytes, q->expired };
+
+		snprintf(extra, sizeof(extra), "peer=\"%" PRIu64 "\"", q->peer);
+		if (what == PG_REF)
+			refused(w, p, extra, q->refused, q->refused_limit, q->refused_busy);
+		else
+			u64(w, p, extra, v[what]);
+	}
+}
+
+static void e_peer_gr_n(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_N); }
+static void e_peer_gr_act(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_ACT); }
+static void e_peer_gr_pages(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_PAGES); }
+static void e_peer_gr_bytes(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_BYTES); }
+static void e_peer_gr_exp(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_EXP); }
+static void e_peer_gr_ref(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_REF); }
+
 static const struct fam fams[] = {
 	{ "hugekv_pool", INFO, NULL, "A pool that publishes a stats page.", e_info, true },
 	{ "hugekv_pool_stale", GAUGE, NULL,
@@ -490,6 +571,33 @@ static const struct fam fams[] = {
 	  e_peer_fail },
 	{ "hugekv_peer_transfer_bytes", COUNTER, NULL, "Bytes moved with each peer.",
 	  e_peer_bytes },
+	{ "hugekv_grants", COUNTER, NULL, "Grants the pool's endpoint gave peers.", e_gr_n },
+	{ "hugekv_grants_active", GAUGE, NULL, "Grants peers hold on the pool now.", e_gr_act },
+	{ "hugekv_granted_pages", GAUGE, NULL, "Pages the grants held now name.", e_gr_pages },
+	{ "hugekv_granted_bytes", GAUGE, "bytes", "Bytes the grants held now name.", e_gr_bytes },
+	{ "hugekv_grant_state_bytes", GAUGE, "bytes",
+	  "Bytes of grant state (grants and their extents) held now.", e_gr_mem },
+	{ "hugekv_grants_refused", COUNTER, NULL,
+	  "Grant requests refused by reason: limit (grant state limits, ENOBUFS), busy (the "
+	  "peer held max_grants, EBUSY), denied (page checks or the access callback).",
+	  e_gr_ref },
+	{ "hugekv_grants_expired", COUNTER, NULL,
+	  "Grants that passed their deadline (the peer's connection was closed).", e_gr_exp },
+	{ "hugekv_transfer_auth_failures", COUNTER, NULL,
+	  "Connections that failed to authenticate.", e_auth_fail },
+	{ "hugekv_transfer_peers_rejected", COUNTER, NULL,
+	  "Connections rejected because max_peers were open.", e_peers_rej },
+	{ "hugekv_peer_grants", COUNTER, NULL, "Grants given to each peer.", e_peer_gr_n },
+	{ "hugekv_peer_grants_active", GAUGE, NULL, "Grants each peer holds now.",
+	  e_peer_gr_act },
+	{ "hugekv_peer_granted_pages", GAUGE, NULL, "Pages each peer's grants name now.",
+	  e_peer_gr_pages },
+	{ "hugekv_peer_granted_bytes", GAUGE, "bytes", "Bytes each peer's grants name now.",
+	  e_peer_gr_bytes },
+	{ "hugekv_peer_grants_refused", COUNTER, NULL,
+	  "Each peer's grant requests refused, by reason (limit, busy, denied).", e_peer_gr_ref },
+	{ "hugekv_peer_grants_expired", COUNTER, NULL,
+	  "Each peer's grants that passed their deadline.", e_peer_gr_exp },
 };
 
 static void exporter(struct om *w)

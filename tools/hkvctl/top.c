@@ -56,7 +56,7 @@ struct prev {
 };
 
 struct rates {
-	double allocs, fails, frees, evictions, xfers, xfails, xbytes, ext;
+	double allocs, fails, frees, evictions, xfers, xfails, xbytes, ext, grefused;
 	bool valid;
 };
 
@@ -136,6 +136,7 @@ static struct rates rates_of(const struct hkv_page *pg, const struct prev *pv)
 	r.xfers = per_s(pg->xfer.transfers, p->xf.transfers, dt);
 	r.xfails = per_s(pg->xfer.failures, p->xf.failures, dt);
 	r.xbytes = per_s(pg->xfer.bytes, p->xf.bytes, dt);
+	r.grefused = per_s(pg->xfer.grants_refused, p->xf.grants_refused, dt);
 	if (a->allocs > p->st.allocs)
 		r.ext = (double)(a->extents_returned - p->st.extents_returned) /
 			(double)(a->allocs - p->st.allocs);
@@ -316,6 +317,10 @@ static void json_frame(const struct ctl_pages *set, const struct prev *pv, size_
 		json_dbl(&j, "oldest_pin_s", ctl_page_oldest_pin_s(&p->pg, now));
 		json_dbl(&j, "transfers_per_s", r.xfers);
 		json_dbl(&j, "transfer_failures_per_s", r.xfails);
+		/* the pool as a transfer target: grants held now, refusals */
+		json_u64(&j, "grants_active", p->pg.xfer.grants_active);
+		json_u64(&j, "granted_pages", p->pg.xfer.grant_pages);
+		json_dbl(&j, "grants_refused_per_s", r.grefused);
 		json_close(&j);
 	}
 	json_close(&j);
