@@ -55,6 +55,15 @@
  * peers on tcp. Shared memory joins processes of one uid only: a
  * same-host peer of another uid is refused at connect (-ECONNREFUSED)
  * unless both sides set UCX_MM_ERROR_HANDLING=n (or UCX_TLS without sm).
+ * Large messages (UCX's rendezvous) still go over tcp loopback, though:
+ * UCX 1.13 moves them on a transport that can put zero-copy, which on a
+ * same-host connection is tcp, not posix or sysv. HKV_XFER_SAME_HOST
+ * in @flags turns tcp's PUT off in the endpoint's UCX configuration
+ * (UCX_TCP_PUT_ENABLE=n; the user's UCX_TCP_PUT_ENABLE wins), so they
+ * go as fragments over shared memory: about 3x the bandwidth on one
+ * host, but slower (about 0.8x) towards peers reached over tcp, which
+ * then lose tcp's zero-copy PUT; set it on endpoints whose peers are
+ * on this host.
  * The connecting side sends the first message (HELLO) and the listener
  * answers it: a listener's endpoint on shared memory may not carry a
  * message before the client's first one has arrived.
@@ -172,6 +181,7 @@ struct hkv_xfer_peer;
 #define HKV_XFER_NO_WAIT_IDLE	(1u << 0)	/* never sleep while waiting: spin */
 #define HKV_XFER_RMA		(1u << 1)	/* one-sided: not offered (-EOPNOTSUPP) */
 #define HKV_XFER_SAME_UID	(1u << 2)	/* admit local peers of this uid (below) */
+#define HKV_XFER_SAME_HOST	(1u << 3)	/* large messages over shared memory (below) */
 
 /* hkv_xfer_req.flags */
 #define HKV_XFER_PER_PAGE	(1u << 0)	/* one operation per page (comparison) */
@@ -196,8 +206,8 @@ struct hkv_xfer_peer;
  * @reg_chunk_bytes: split each region into ranges of at most this many
  *	bytes, rounded down to whole KV pages (0 = one per region); at most
  *	65536 ranges
- * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_SAME_UID (HKV_XFER_RMA is
- *	refused, see above)
+ * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_SAME_UID, HKV_XFER_SAME_HOST
+ *	(HKV_XFER_RMA is refused, see above)
  * @max_grants: grants one peer may hold on this endpoint at once (0 = 1024)
  * @name: this endpoint's name, proved to peers (NULL = $HUGEKV_XFER_NAME,
  *	or "hugekv"); at most 63 bytes, no blanks

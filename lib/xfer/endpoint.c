@@ -31,7 +31,8 @@ static int opts_copy(const struct hkv_xfer_opts *o, struct hkv_xfer_opts *c)
 static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 {
 	if (o->timeout_ms < -1 ||
-	    o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA | HKV_XFER_SAME_UID) ||
+	    o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA | HKV_XFER_SAME_UID |
+			 HKV_XFER_SAME_HOST) ||
 	    o->grant_timeout_ms < 0 || (o->key && o->key_len < XF_KEY_MIN))
 		return -EINVAL;
 	if (o->flags & HKV_XFER_RMA) {
@@ -78,19 +79,25 @@ static bool tls_names(const char *list, const char *const *tls)
 	return false;
 }
 
-/* UCX_TLS takes posix or sysv (else UCX warns that the setting applied to
- * no transport) */
-static bool tls_has_mm(void)
+/* UCX_TLS takes a transport of @any, unless it leaves out one of @all
+ * (else UCX warns that a setting of them applied to no transport) */
+static bool tls_takes(const char *const *any, const char *const *all)
 {
-	static const char *const mm[] = { "all", "sm", "shm", "mm", "posix", "sysv", NULL };
-	static const char *const mm_all[] = { "all", "sm", "shm", "mm", NULL };
 	const char *tls = getenv("UCX_TLS");
 
 	if (!tls || !*tls)
 		return true;
 	if (*tls == '^')
-		return !tls_names(tls + 1, mm_all);
-	return tls_names(tls, mm);
+		return !tls_names(tls + 1, all);
+	return tls_names(tls, any);
+}
+
+static bool tls_has_mm(void)
+{
+	static const char *const mm[] = { "all", "sm", "shm", "mm", "posix", "sysv", NULL };
+	static const char *const mm_all[] = { "all", "sm", "shm", "mm", NULL };
+
+	return tls_takes(mm, mm_all);
 }
 
 static void ucx_config_shm(ucp_config_t *cfg)
@@ -108,6 +115,31 @@ static void ucx_config_shm(ucp_config_t *cfg)
 	st = ucp_config_modify(cfg, "MM_ERROR_HANDLING", "y");
 	if (st != UCS_OK)	/* a UCX without it: tcp loopback, as before */
 		xf_log(2, "UCX: MM_ERROR_HANDLING: %s", ucs_status_string(st));
+}
+
+/*
+ * Same-host peers' rendezvous. UCX 1.13 picks the rendezvous lanes among
+ * the transports that can put or get zero-copy: on a same-host connection
+ * with MM error handling that is tcp loopback (tcp's PUT), not sysv or
+ * posix, so large messages cross the kernel's loopback at a third of what
+ * shared memory moves. Without tcp's PUT UCX sends them as fragments on
+ * the active-message lanes, i.e. over shared memory; a peer on another
+ * host then loses tcp's zero-copy PUT, hence only on request. The user's
+ * UCX_TCP_PUT_ENABLE wins.
+ */
+static void ucx_config_same_host(ucp_config_t *cfg)
+{
+	static const char *const tcp[] = { "all", "tcp", NULL };
+	ucs_status_t st;
+
+	if (getenv("UCX_TCP_PUT_ENABLE") || !tls_takes(tcp, tcp))
+		return;
+	/* UCX matches the value against each transport's own field names,
+	 * without the "TCP_" of the environment (unlike MM_ in a sub-table):
+	 * "TCP_PUT_ENABLE" would be accepted here and applied to nothing */
+	st = ucp_config_modify(cfg, "PUT_ENABLE", "n");
+	if (st != UCS_OK)	/* a UCX without it: rendezvous as UCX picks */
+		xf_log(2, "UCX: TCP_PUT_ENABLE: %s", ucs_status_string(st));
 }
 
 static int ucx_init(struct hkv_xfer *x)
@@ -128,6 +160,8 @@ static int ucx_init(struct hkv_xfer *x)
 	if (st != UCS_OK)
 		goto fail;
 	ucx_config_shm(cfg);
+	if (x->flags & HKV_XFER_SAME_HOST)
+		ucx_config_same_host(cfg);
 	st = ucp_init(&up, cfg, &x->ctx);
 	ucp_config_release(cfg);
 	if (st != UCS_OK)

@@ -56,7 +56,8 @@ static void bench_usage(FILE *f)
 "(default 3); medians. Defaults: 16384 pages of 64K (1 GiB), occupancy\n"
 "0.95 after churn, requests of 256 pages, 4096 pages a round, 3 rounds,\n"
 "depth 8. --mode tcp: UCX_TLS=tcp on 127.0.0.1; shm: UCX_TLS=sm,tcp (UCX\n"
-"picks its shared-memory transports; with peer error handling, as hkv-xfer\n"
+"picks its shared-memory transports; hkv-xfer with --same-host; with peer\n"
+"error handling, as hkv-xfer\n"
 "and -e, only with UCX_MM_ERROR_HANDLING=y, which hkv-xfer sets itself and\n"
 "the -e runs here get); netns: UCX_TLS=tcp, the server in namespace SRV\n"
 "listening on IP, the client in CLI.\n");
@@ -120,16 +121,19 @@ static double jnum(const char *json, const char *key)
 static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *ops,
 		    double *p50, double *p99, double *mean_op)
 {
+	/* shared memory: the peers are on this host (HKV_XFER_SAME_HOST) */
+	bool same = !strcmp(c->mode, "shm");
 	char listen[80], conn[80], out[4096] = "", line[256], last[256] = "";
 	char *srv[] = { (char *)c->self, "serve", "--json", "--listen", listen, "--verify", "full",
 			"--pages", (char *)c->pages, "--page-bytes", (char *)c->page_bytes,
 			"--occupancy", (char *)c->occ, "--xfer-pages", (char *)c->xp,
-			"--total-pages", (char *)c->total, NULL };
+			"--total-pages", (char *)c->total, same ? "--same-host" : NULL, NULL };
 	char *cli[] = { (char *)c->self, "send", "--json", "--connect", conn, "--pages",
 			(char *)c->pages, "--page-bytes", (char *)c->page_bytes, "--occupancy",
 			(char *)c->occ, "--xfer-pages", (char *)c->xp, "--total-pages",
 			(char *)c->total, "--rounds", (char *)c->rounds, "--depth", (char *)c->depth,
-			per_page ? "--per-page" : NULL, NULL };
+			same ? "--same-host" : per_page ? "--per-page" : NULL,
+			same && per_page ? "--per-page" : NULL, NULL };
 	int so[2], se[2], co[2], src, crc;
 	unsigned port = 0;
 	pid_t sp, cp;

@@ -57,6 +57,8 @@ static void usage(FILE *f)
 "  --name NAME        this side's name, proved to the peer (default\n"
 "                     $HUGEKV_XFER_NAME, or \"hugekv\")\n"
 "  --json             one JSON object on stdout\n"
+"  --same-host        the peers are on this host: large messages over shared\n"
+"                     memory, not tcp loopback (HKV_XFER_SAME_HOST)\n"
 "serve:\n"
 "  --listen HOST:PORT listen (port 0: any; the port is printed)\n"
 "  --count N          peers to serve, one after another (default 1); each\n"
@@ -95,7 +97,8 @@ int parse_backing(const char *s)
 
 enum { O_PAGES = 256, O_PB, O_BACKING, O_OCC, O_SEED, O_CHUNK, O_INFL, O_TIMEOUT, O_JSON,
        O_LISTEN, O_COUNT, O_VERIFY, O_CONNECT, O_XP, O_TOTAL, O_ROUNDS, O_DEPTH,
-       O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET, O_KEYFILE, O_NAME, O_RDONLY };
+       O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET, O_KEYFILE, O_NAME, O_RDONLY,
+       O_SAMEHOST };
 
 static const struct option lopts[] = {
 	{ "pages", 1, 0, O_PAGES }, { "page-bytes", 1, 0, O_PB }, { "backing", 1, 0, O_BACKING },
@@ -107,7 +110,8 @@ static const struct option lopts[] = {
 	{ "per-page", 0, 0, O_PERPAGE }, { "remote-seed", 1, 0, O_RSEED },
 	{ "remote-pages", 1, 0, O_RPAGES }, { "no-readback", 0, 0, O_NORB },
 	{ "quiet", 0, 0, O_QUIET }, { "key-file", 1, 0, O_KEYFILE }, { "name", 1, 0, O_NAME },
-	{ "read-only", 0, 0, O_RDONLY }, { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
+	{ "read-only", 0, 0, O_RDONLY }, { "same-host", 0, 0, O_SAMEHOST },
+	{ "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
 };
 
 static int parse_u(const char *s, unsigned *out, unsigned min)
@@ -206,6 +210,9 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 		case O_DEPTH:
 			bad = serve || parse_u(optarg, &a->depth, 1);
 			break;
+		case O_SAMEHOST:
+			a->same_host = true;
+			break;
 		case O_PERPAGE:
 			bad = serve;
 			a->per_page = true;
@@ -277,7 +284,8 @@ int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x)
 {
 	struct hkv_xfer_opts o = { .sz = sizeof(o), .max_inflight = a->inflight,
 				   .timeout_ms = a->timeout_ms, .reg_chunk_bytes = a->reg_chunk,
-				   .name = a->name, .key_file = a->key_file };
+				   .name = a->name, .key_file = a->key_file,
+				   .flags = a->same_host ? HKV_XFER_SAME_HOST : 0 };
 	int err = hkv_xfer_create(pool, &o, x);
 
 	if (err)
