@@ -60,10 +60,10 @@
  * same-host connection is tcp, not posix or sysv. HKV_XFER_SAME_HOST
  * in @flags turns tcp's PUT off in the endpoint's UCX configuration
  * (UCX_TCP_PUT_ENABLE=n; the user's UCX_TCP_PUT_ENABLE wins), so they
- * go as fragments over shared memory: about 3x the bandwidth on one
- * host, but slower (about 0.8x) towards peers reached over tcp, which
- * then lose tcp's zero-copy PUT; set it on endpoints whose peers are
- * on this host.
+ * go as fragments over shared memory: 2 to 3x the bandwidth on one
+ * host, but slower towards peers reached over tcp, which then lose tcp's
+ * zero-copy PUT (0.8x on tcp loopback); set it on endpoints whose peers
+ * are on this host.
  * The connecting side sends the first message (HELLO) and the listener
  * answers it: a listener's endpoint on shared memory may not carry a
  * message before the client's first one has arrived.
