@@ -36,6 +36,7 @@ c_size_t = ctypes.c_size_t
 # include/hugekv-xfer.h
 NO_WAIT_IDLE = 1 << 0
 SAME_UID = 1 << 2
+SAME_HOST = 1 << 3
 PER_PAGE = 1 << 0
 ACCESS_BEGIN, ACCESS_END = 1, 2
 OP_PUT, OP_GET = 1, 2
@@ -231,12 +232,14 @@ class Endpoint:
     """A transfer endpoint serving one hugekv.Pool (with page bytes).
 
     same_uid: admit (and be admitted by) peers of this uid on this host
-    without a key (include/hugekv-xfer.h, HKV_XFER_SAME_UID)."""
+    without a key (include/hugekv-xfer.h, HKV_XFER_SAME_UID).
+    same_host: every peer is on this host: large messages go over shared
+    memory, not tcp loopback (HKV_XFER_SAME_HOST; slower to remote peers)."""
 
     def __init__(self, pool, *, key=None, key_file=None, name=None, timeout_ms=0,
                  grant_timeout_ms=0, max_inflight=0, max_grants=0, max_grant_mem=0,
                  max_grant_mem_all=0, max_peers=0, reg_chunk_bytes=0, spin=False,
-                 same_uid=False):
+                 same_uid=False, same_host=False):
         self._x = None
         if not isinstance(pool, Pool):
             raise TypeError(f"pool must be a hugekv.Pool, not {type(pool).__name__}")
@@ -253,7 +256,8 @@ class Endpoint:
         o = XferOpts(sz=ctypes.sizeof(XferOpts), max_inflight=max_inflight,
                      timeout_ms=_timeout(timeout_ms, "timeout_ms"),
                      reg_chunk_bytes=reg_chunk_bytes,
-                     flags=(NO_WAIT_IDLE if spin else 0) | (SAME_UID if same_uid else 0),
+                     flags=((NO_WAIT_IDLE if spin else 0) | (SAME_UID if same_uid else 0)
+                            | (SAME_HOST if same_host else 0)),
                      max_grants=max_grants, name=self._keep[1], key_file=self._keep[0],
                      key=ctypes.cast(ctypes.c_char_p(self._key), c_void_p) if self._key else None,
                      key_len=len(self._key) if self._key else 0,

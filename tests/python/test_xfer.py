@@ -73,10 +73,11 @@ def read(pool, ext):
     return np.concatenate([view[s * PAGE:(s + n) * PAGE] for s, n in ext])
 
 
-def test_put_get_roundtrip(pools):
-    tgt = Target()
+@pytest.mark.parametrize("same_host", [False, True])
+def test_put_get_roundtrip(pools, same_host):
+    tgt = Target(same_host=same_host)
     try:
-        ep = xfer.Endpoint(pools, key=KEY, name="initiator")
+        ep = xfer.Endpoint(pools, key=KEY, name="initiator", same_host=same_host)
         peer = ep.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
         assert peer.name == "target" and peer.npages == 256 and peer.error == 0
         src = pools.alloc(40)
