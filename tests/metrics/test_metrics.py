@@ -579,6 +579,9 @@ def test_grant_metrics():
             (tp,) = [x for x in j["pools"] if x["label"] == "grant target"]
             assert (tp["grants_active"], tp["granted_pages"]) == (
                 st["grants_active"], st["grant_pages"]), tp
+            _, out, _ = run([HKVCTL, "top", "--once", "--dir", e.rt], 0)
+            want = "xfer, grants %d (%d pages)" % (st["grants_active"], st["grant_pages"])
+            assert want in out, out
             tgt.stdin.write("\n")
             tgt.stdin.flush()
         tgt.stdin.close()

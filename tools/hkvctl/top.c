@@ -30,7 +30,8 @@ static void top_usage(FILE *f)
 "pages by state (free, allocated outside units, cached in units, pinned),\n"
 "allocations, failures and frees per second, extents per allocation,\n"
 "evictions per second and the age of the evicted units, the oldest pin,\n"
-"transfers per second and their failures. q quits.\n\n"
+"transfers per second and their failures, a transfer target's grants held\n"
+"now. q quits.\n\n"
 "  --dir DIR         read the pages in DIR (default: the runtime directory)\n"
 "  --interval S      seconds between redraws (default 1; 0.1 to 3600)\n"
 "  --once            print one frame (rates over one interval) and exit\n"
@@ -230,7 +231,7 @@ static void draw_pool(const struct ctl_page *p, const struct prev *pv, unsigned 
 {
 	const struct hkv_stats *st = &p->pg.stats;
 	struct rates r = rates_of(&p->pg, pv);
-	char a[16], f[16], fr[16], ev[16], xf[16], xe[16], age[16], pin[16], b[64];
+	char a[16], f[16], fr[16], ev[16], xf[16], xe[16], age[16], pin[16], b[64], g[48] = "";
 	struct ctl_states s;
 	bool stale = p->pg.flags & HKV_PAGE_STALE;
 
@@ -249,10 +250,14 @@ static void draw_pool(const struct ctl_page *p, const struct prev *pv, unsigned 
 	     fmt_rate(xe, sizeof(xe), r.xfails, r.valid && !stale && p->pg.xfer.endpoints),
 	     stale ? "  STALE (process gone)" : "");
 	bar(b, 40, st);
+	/* a transfer target's grants held now: what its peers pin */
+	if (p->pg.xfer.endpoints)
+		snprintf(g, sizeof(g), "  xfer, grants %" PRIu64 " (%" PRIu64 " pages)",
+			 p->pg.xfer.grants_active, p->pg.xfer.grant_pages);
 	line(cols, "  [%s] units %" PRIu64 " pinned %" PRIu64 "  largest free %" PRIu64
 	     "  ufi(64) %.3f  evicted %" PRIu64 "  fails %" PRIu64 "%s%s%.0u", b, st->units,
 	     st->pinned_units, st->largest_free_extent, st->ufi[2], st->evictions,
-	     st->alloc_failures, p->pg.xfer.endpoints ? "  xfer" : "",
+	     st->alloc_failures, g,
 	     p->pg.name[0] ? "  named, processes " : "", p->pg.name[0] ? p->npids : 0);
 }
 
