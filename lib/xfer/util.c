@@ -40,15 +40,19 @@ int xf_errno(ucs_status_t st)
 	}
 }
 
-uint64_t xf_now_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* absolute deadline for a limit in ms; < 0 = none (UINT64_MAX) */
+uint64_t xf_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
 /*
  * The clock of deadline checks, made every progress step: the coarse
  * clock is a read of the kernel's last tick (a few ns, where the precise
@@ -58,12 +62,10 @@ uint64_t xf_now_ns(void)
  */
 uint64_t xf_coarse_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
+/* absolute deadline for a limit in ms; < 0 = none (UINT64_MAX) */
 uint64_t xf_deadline(int timeout_ms)
 {
 	if (timeout_ms < 0)
