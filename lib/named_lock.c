@@ -119,6 +119,29 @@ static uint8_t local_slot(const struct named_hdr *h)
 	return 0;
 }
 
+/*
+ * A /proc stat file's state and start time (field 22, clock ticks since
+ * boot): 1 it runs (*start set), 0 it is gone or a zombie (it runs no more
+ * calls), -1 the file cannot be read or parsed.
+ */
+static int stat_look(const char *path, uint64_t *start)
+{
+	char buf[1024], *p, state = 0;
+	unsigned long long st = 0;
+	ssize_t n;
+
+	n = os_read_file(path, buf, sizeof(buf));
+	if (n == -ENOENT || n == -ESRCH)
+		return 0;
+	p = n > 0 ? strrchr(buf, ')') : NULL;
+	/* after the name: state, then 18 fields, then starttime */
+	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			 "%*s %*s %*s %*s %*s %*s %llu", &state, &st) != 2)
+		return -1;
+	*start = st;
+	return state == 'Z' || state == 'X' ? 0 : 1;
+}
+
 /**
  * named_proc_start() - a process's start time
  * @pid: the process
@@ -128,18 +151,13 @@ static uint8_t local_slot(const struct named_hdr *h)
  */
 uint64_t named_proc_start(int pid)
 {
-	char path[64], buf[1024], *p, state = 0;
-	unsigned long long start = 0;
+	char path[64];
+	uint64_t start = 0;
 
+	if (pid <= 0)
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (pid <= 0 || os_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strrchr(buf, ')');
-	/* after the name: state, then 18 fields, then starttime */
-	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			 "%*s %*s %*s %*s %*s %*s %llu", &state, &start) != 2)
-		return 0;
-	return state == 'Z' || state == 'X' ? 0 : start;
+	return stat_look(path, &start) == 1 ? start : 0;
 }
 
 /**
@@ -163,20 +181,10 @@ bool named_slot_alive(const struct named_slot *s)
  */
 static int task_look(int pid, unsigned tid, uint64_t *start)
 {
-	char path[64], buf[1024], *p, state = 0;
-	unsigned long long st = 0;
-	ssize_t n;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", pid, tid);
-	n = os_read_file(path, buf, sizeof(buf));
-	if (n == -ENOENT || n == -ESRCH)
-		return 0;
-	p = n > 0 ? strrchr(buf, ')') : NULL;
-	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			 "%*s %*s %*s %*s %*s %*s %llu", &state, &st) != 2)
-		return -1;
-	*start = st;
-	return state == 'Z' || state == 'X' ? 0 : 1;
+	return stat_look(path, start);
 }
 
 /*
