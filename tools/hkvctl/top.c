@@ -231,7 +231,7 @@ static void draw_pool(const struct ctl_page *p, const struct prev *pv, unsigned 
 {
 	const struct hkv_stats *st = &p->pg.stats;
 	struct rates r = rates_of(&p->pg, pv);
-	char a[16], f[16], fr[16], ev[16], xf[16], xe[16], age[16], pin[16], b[64], g[48] = "";
+	char a[16], f[16], fr[16], ev[16], xf[16], xe[16], age[16], pin[16], b[64], g[80] = "";
 	struct ctl_states s;
 	bool stale = p->pg.flags & HKV_PAGE_STALE;
 
