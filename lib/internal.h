@@ -148,6 +148,9 @@ int os_find_mount(bool (*match)(const char *type, const char *opts, void *arg), 
 		  char *out, size_t len);
 /* read an unsigned decimal from a file; 0 or -errno */
 int os_read_u64(const char *path, uint64_t *out);
+/* a /proc stat file's process: 1 runs (*start: its start time), 0 gone or
+ * a zombie, -errno unreadable */
+int os_proc_stat(const char *path, uint64_t *start);
 
 /* ---- log.c: messages to the log callback or stderr ---------------------- */
 enum { HKV_LOG_ERR, HKV_LOG_WARN, HKV_LOG_INFO, HKV_LOG_DEBUG };

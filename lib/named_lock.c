@@ -119,29 +119,6 @@ static uint8_t local_slot(const struct named_hdr *h)
 	return 0;
 }
 
-/*
- * A /proc stat file's state and start time (field 22, clock ticks since
- * boot): 1 it runs (*start set), 0 it is gone or a zombie (it runs no more
- * calls), -1 the file cannot be read or parsed.
- */
-static int stat_look(const char *path, uint64_t *start)
-{
-	char buf[1024], *p, state = 0;
-	unsigned long long st = 0;
-	ssize_t n;
-
-	n = os_read_file(path, buf, sizeof(buf));
-	if (n == -ENOENT || n == -ESRCH)
-		return 0;
-	p = n > 0 ? strrchr(buf, ')') : NULL;
-	/* after the name: state, then 18 fields, then starttime */
-	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			 "%*s %*s %*s %*s %*s %*s %llu", &state, &st) != 2)
-		return -1;
-	*start = st;
-	return state == 'Z' || state == 'X' ? 0 : 1;
-}
-
 /**
  * named_proc_start() - a process's start time
  * @pid: the process
@@ -157,7 +134,7 @@ uint64_t named_proc_start(int pid)
 	if (pid <= 0)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	return stat_look(path, &start) == 1 ? start : 0;
+	return os_proc_stat(path, &start) == 1 ? start : 0;
 }
 
 /**
@@ -175,7 +152,7 @@ bool named_slot_alive(const struct named_slot *s)
 
 /*
  * A thread of a process: 1 it runs (*start: its start time, the process's
- * for its first thread), 0 it is gone or a zombie, -1 it cannot be told
+ * for its first thread), 0 it is gone or a zombie, -errno it cannot be told
  * (/proc unreadable here: no descriptor left, say), which a waiter takes
  * for alive: taking over a live holder's lock would break the pool.
  */
@@ -184,7 +161,7 @@ static int task_look(int pid, unsigned tid, uint64_t *start)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", pid, tid);
-	return stat_look(path, start);
+	return os_proc_stat(path, start);
 }
 
 /*
@@ -213,7 +190,7 @@ static bool holder_alive(const struct named_hdr *h, uint32_t w)
 			pid = spid;
 		}
 	}
-	return task_look(pid, tid, &ignored) != 0;
+	return task_look(pid, tid, &ignored) != 0;	/* unreadable: alive */
 }
 
 /* this thread's word for a lock of h: its id (cached: a fork() child is a

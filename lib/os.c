@@ -372,3 +372,34 @@ int os_read_u64(const char *path, uint64_t *out)
 	*out = v;
 	return 0;
 }
+
+/**
+ * os_proc_stat() - a process's or thread's state and start time
+ * @path: its /proc stat file (/proc/PID/stat, /proc/PID/task/TID/stat)
+ * @start: receives field 22, the start time in clock ticks after boot,
+ *	when the file could be read
+ *
+ * A zombie runs no more code: it counts as gone, as one that exited.
+ *
+ * Return: 1 it runs, 0 it is gone or a zombie, or -errno when the file
+ * cannot be read or parsed (-EPROTO), which says nothing either way.
+ */
+int os_proc_stat(const char *path, uint64_t *start)
+{
+	char buf[1024], *p, state = 0;
+	unsigned long long st = 0;
+	ssize_t n;
+
+	n = os_read_file(path, buf, sizeof(buf));
+	if (n == -ENOENT || n == -ESRCH)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	p = strrchr(buf, ')');	/* the command may hold spaces and parens */
+	/* after the name: state, then 18 fields, then starttime */
+	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			 "%*s %*s %*s %*s %*s %*s %llu", &state, &st) != 2)
+		return -EPROTO;
+	*start = st;
+	return state == 'Z' || state == 'X' ? 0 : 1;
+}

@@ -102,29 +102,15 @@ HKV_API int hkv_page_dir(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* field 22 of /proc/PID/stat: the start time in clock ticks after boot */
+/* field 22 of /proc/PID/stat: its start time in clock ticks after boot,
+ * 0 when it is gone, a zombie or cannot be read */
 static uint64_t proc_start(int pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long v;
-	int fd, i;
-	ssize_t n;
+	char path[64];
+	uint64_t start = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');	/* the command may hold spaces and parens */
-	for (i = 2; p && i < 22; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &v) != 1)
-		return 0;
-	return v;
+	return os_proc_stat(path, &start) == 1 ? start : 0;
 }
 
 /* make the directory (or accept it): ours, not writable by others */
@@ -435,15 +421,20 @@ HKV_API const char *hkv_pool_label(const struct hkv_pool *pool)
 
 /* ---- readers ------------------------------------------------------------ */
 
-/* gone, or its pid now another process's */
+/* gone, a zombie (it publishes no more), or its pid now another process's */
 static bool page_stale(const struct page_hdr *h)
 {
-	uint64_t start;
+	char path[64];
+	uint64_t start = 0;
+	int r;
 
-	if (h->pid <= 0 || (kill(h->pid, 0) && errno == ESRCH))
+	if (h->pid <= 0)
 		return true;
-	start = proc_start(h->pid);
-	return start && h->pid_start && start != h->pid_start;
+	snprintf(path, sizeof(path), "/proc/%d/stat", h->pid);
+	r = os_proc_stat(path, &start);
+	if (r < 0)	/* /proc unreadable here: by the signal test alone */
+		return kill(h->pid, 0) && errno == ESRCH;
+	return !r || (h->pid_start && start != h->pid_start);
 }
 
 /* one consistent copy of the file into buf: the count read around it */

@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -51,6 +52,17 @@ def make(name, npages, page_bytes, hold=False):
         return p
     subprocess.run(args, env=env, check=True, capture_output=True)
     return None
+
+
+def wait_zombie(pid, timeout=60.0):
+    """until process pid (a child not reaped) is a zombie"""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open("/proc/%d/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        time.sleep(0.01)
+    raise AssertionError("process %d is no zombie after %.0f s" % (pid, timeout))
 
 
 def test_usage():
@@ -128,6 +140,10 @@ def test_stats_page_state():
            "one live page, the holder's")
         eq(os.listdir(rt), ["named.paged.%d.page" % holder.pid], "no page of hkvctl's attach")
         holder.kill()
+        # not reaped yet: a zombie publishes no more, so it is gone too
+        wait_zombie(holder.pid)
+        (p,) = run_json([CTL, "pools", "--json"], env=env)["pools"]
+        eq((p["stats_page"], p["page_pids"], p["pids"]), ("stale", [], []), "a zombie: stale")
         holder.wait(60)
         (p,) = run_json([CTL, "pools", "--json"], env=env)["pools"]
         eq((p["stats_page"], p["page_pids"], p["pids"]), ("stale", [], []), "all gone: stale")
