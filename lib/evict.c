@@ -170,7 +170,7 @@ static void evicted(struct hkv_pool *pool, struct hkv_res *r, struct res_unit *u
 	r->evictions++;
 	r->evicted_pages += u->npages;
 	hkv_probe_evict(pool->id, u->home, u->id, u->npages, reason);
-	meta_release(u);
+	unit_put(pool, u);
 }
 
 /* free the pages of parked evictions; returns the pages freed */

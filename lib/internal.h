@@ -1010,6 +1010,8 @@ struct hkv_pool {
 	uint64_t alloc_nospc;
 	uint64_t extents_hist[HKV_EXTENTS_HIST];
 	struct named *named;		/* a named pool's files and slot, or NULL */
+	struct unit_spares *unit_spare;	/* a private pool's freed unit
+					 * records (unit.c), or NULL */
 };
 
 /* count a failed allocation (-ENOMEM or -ENOSPC) */
@@ -1099,6 +1101,8 @@ void compat_fini(struct hkv_pool *pool);
  * res.c: the state (created after the lanes), its lock, callback frames */
 int res_create(struct hkv_pool *pool);
 void res_destroy(struct hkv_pool *pool);
+/* free a private pool's kept unit records (unit.c) */
+void unit_spares_free(struct hkv_pool *pool);
 /* this thread runs pool's evict callback (calls into it are refused) */
 bool res_in_callback(const struct hkv_pool *pool);
 /* residency fields of a snapshot; 0, -EDEADLK or -ECHILD */

@@ -185,6 +185,7 @@ HKV_API void hkv_pool_destroy(struct hkv_pool *pool)
 		return;
 	}
 	res_destroy(pool);
+	unit_spares_free(pool);
 	compat_fini(pool);
 	if (!pool_forked(pool))		/* a fork() child may see it held */
 		pthread_mutex_destroy(&pool->slots_lock);

@@ -64,6 +64,13 @@ struct res_lru {
 	struct res_unit *head, *tail;
 };
 
+/* a private pool's freed unit records of 1, 2, 4 and 8 extents, kept for
+ * the next units, under the residency lock (unit.c) */
+struct unit_spares {
+	struct res_unit *head[4];
+	uint32_t count[4];
+};
+
 struct hkv_res {
 	pthread_mutex_t lock;
 	struct res_unit **bucket;
@@ -141,7 +148,8 @@ struct res_unit *unit_find(const struct hkv_res *r, uint64_t id);
 void unit_hash_remove(struct hkv_res *r, struct res_unit *u);
 void unit_lru_unlink(struct hkv_res *r, struct res_unit *u);
 int unit_free_pages(struct hkv_pool *pool, const struct res_unit *u);
-void unit_drop(struct hkv_res *r, struct res_unit *u);
+void unit_drop(struct hkv_pool *pool, struct res_unit *u);
+void unit_put(struct hkv_pool *pool, struct res_unit *u);
 uint64_t unit_pages_in(const struct hkv_pool *pool, const struct res_unit *u, unsigned lane);
 void unit_lane_span(const struct hkv_pool *pool, const struct hkv_extent *ext, unsigned n,
 		   unsigned *lo, unsigned *hi);

@@ -134,14 +134,14 @@ static void lru_make_hot(struct hkv_res *r, struct res_unit *u)
 
 /**
  * unit_drop() - forget an unpinned unit (its pages are handled already)
- * @r: residency state (locked)
+ * @pool: the pool (residency locked)
  * @u: the unit, freed here
  */
-void unit_drop(struct hkv_res *r, struct res_unit *u)
+void unit_drop(struct hkv_pool *pool, struct res_unit *u)
 {
-	unit_hash_remove(r, u);
-	unit_lru_unlink(r, u);
-	meta_release(u);
+	unit_hash_remove(pool->res, u);
+	unit_lru_unlink(pool->res, u);
+	unit_put(pool, u);
 }
 
 /**
@@ -297,17 +297,98 @@ static int check_extents(const struct hkv_pool *pool, const struct hkv_extent *e
 	return 0;
 }
 
-static struct res_unit *unit_new(uint64_t id, unsigned n)
-{
-	struct res_unit *u;
+/*
+ * Unit records of a private pool come from malloc, and an engine's process
+ * has threads: glibc's malloc then locks its arena on every call that its
+ * per-thread cache cannot answer, which an LRU churn of units does nearly
+ * always (a unit added per allocation, another evicted). So the records of
+ * up to UNIT_SPARE_EXTENTS extents are sized to a power of two and the freed
+ * ones kept, UNIT_SPARE_MAX a size, for the next units: a pop under the
+ * residency lock the call holds anyway. A named pool's records live in its
+ * file's heap, which has no such lock.
+ *
+ * A record's class is read from its extent count when it is put back: a
+ * split only lowers the count, so the record holds at least the class's
+ * extents then.
+ */
+#define UNIT_SPARE_CLASSES	HKV_ARRAY_SIZE(((struct unit_spares *)0)->head)
+#define UNIT_SPARE_EXTENTS	(1u << (UNIT_SPARE_CLASSES - 1))
+#define UNIT_SPARE_MAX		256
 
-	/* n < 2^32: the size cannot overflow a 64-bit size_t */
-	u = meta_calloc(1, sizeof(*u) + (size_t)n * sizeof(u->ext[0]));
+/* the class of a record of n extents: its room is 1 << class extents */
+static unsigned spare_class(unsigned n)
+{
+	return n <= 1 ? 0 : 32 - (unsigned)__builtin_clz(n - 1);
+}
+
+/* a record for n extents (residency locked, or the pool private) */
+static struct res_unit *unit_new(struct hkv_pool *pool, uint64_t id, unsigned n)
+{
+	unsigned c = spare_class(n), room = n;
+	struct res_unit *u = NULL;
+
+	if (!pool->named && n <= UNIT_SPARE_EXTENTS) {
+		struct unit_spares *s = pool->unit_spare;
+
+		u = s ? s->head[c] : NULL;
+		if (u) {
+			s->head[c] = u->hnext;
+			s->count[c]--;
+			memset(u, 0, sizeof(*u));
+		}
+		room = 1u << c;	/* a new one: room for the class */
+	}
+	/* room < 2^32: the size cannot overflow a 64-bit size_t */
+	if (!u)
+		u = meta_calloc(1, sizeof(*u) + (size_t)room * sizeof(u->ext[0]));
 	if (u) {
 		u->id = id;
 		u->n = n;
 	}
 	return u;
+}
+
+/**
+ * unit_put() - give a unit record back (a private pool keeps it for reuse)
+ * @pool: the pool (residency locked; a named pool's heap routed to)
+ * @u: the record, or NULL
+ */
+void unit_put(struct hkv_pool *pool, struct res_unit *u)
+{
+	struct unit_spares *s = pool->unit_spare;
+	unsigned c;
+
+	if (!u)
+		return;
+	c = spare_class(u->n);
+	/* the first record kept makes the lists (none without units) */
+	if (!s && !pool->named && u->n <= UNIT_SPARE_EXTENTS)
+		s = pool->unit_spare = calloc(1, sizeof(*s));
+	if (!s || pool->named || u->n > UNIT_SPARE_EXTENTS || s->count[c] >= UNIT_SPARE_MAX) {
+		meta_release(u);
+		return;
+	}
+	u->hnext = s->head[c];
+	s->head[c] = u;
+	s->count[c]++;
+}
+
+/**
+ * unit_spares_free() - free the records a private pool kept
+ * @pool: the pool, going away
+ */
+void unit_spares_free(struct hkv_pool *pool)
+{
+	struct unit_spares *s = pool->unit_spare;
+
+	for (unsigned c = 0; s && c < UNIT_SPARE_CLASSES; c++) {
+		for (struct res_unit *u = s->head[c], *next; u; u = next) {
+			next = u->hnext;
+			meta_release(u);
+		}
+	}
+	free(s);
+	pool->unit_spare = NULL;
 }
 
 HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
@@ -321,15 +402,14 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 
 	if (!pool || !ext || !n || check_extents(pool, ext, n, &npages))
 		return -EINVAL;
-	/* a named pool's units live in its file: made under its lock */
-	u = pool->named ? NULL : unit_new(unit, n);
-	if (!u && !pool->named)
-		return -ENOMEM;
 	r = pool->res;
 	rc = res_lock(pool);
 	if (rc)
-		goto free_unit;
-	if (!u && !(u = unit_new(unit, n))) {
+		return rc;
+	/* under the lock: a named pool's units live in its file's heap, a
+	 * private pool's spares are the lock's */
+	u = unit_new(pool, unit, n);
+	if (!u) {
 		rc = -ENOMEM;
 		goto unlock;
 	}
@@ -352,13 +432,8 @@ HKV_API int hkv_unit_add(struct hkv_pool *pool, uint64_t unit,
 	res_evictable(r, u, true);
 	u = NULL;
 unlock:
-	if (pool->named) {	/* back to the file's heap, under the lock */
-		meta_release(u);
-		u = NULL;
-	}
+	unit_put(pool, u);
 	res_unlock(pool);
-free_unit:
-	meta_release(u);
 	return rc;
 }
 
@@ -523,14 +598,14 @@ HKV_API int hkv_unit_split(struct hkv_pool *pool, uint64_t unit, uint64_t at_pag
 		rc = -EEXIST;
 		goto unlock;
 	}
-	nu = unit_new(new_unit, split_count(u, at_page));
+	nu = unit_new(pool, new_unit, split_count(u, at_page));
 	if (!nu) {
 		rc = -ENOMEM;
 		goto unlock;
 	}
 	/* a named pool: the new half's pins recorded for their holders */
 	if (pool->named && u->pins && (rc = named_pins_split(pool, unit, new_unit))) {
-		meta_release(nu);
+		unit_put(pool, nu);
 		goto unlock;
 	}
 	if (!u->pins)
@@ -581,7 +656,7 @@ HKV_API int hkv_unit_remove(struct hkv_pool *pool, uint64_t unit, unsigned flags
 		unmark_unit(pool, u);
 	if (!rc) {
 		res_evictable(pool->res, u, false);
-		unit_drop(pool->res, u);
+		unit_drop(pool, u);
 	}
 unlock:
 	res_unlock(pool);

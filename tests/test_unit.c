@@ -281,6 +281,65 @@ static void test_many(void **state)
 	hkv_pool_destroy(p);
 }
 
+/* a unit of n one-page extents, every other page of its run (so that no
+ * two coalesce): its extents in ext */
+static void add_spread(struct hkv_pool *p, uint64_t id, unsigned n, struct hkv_extent *ext)
+{
+	struct hkv_extent run = take(p, 2 * n, 0);
+
+	for (unsigned i = 0; i < n; i++) {
+		ext[i] = (struct hkv_extent){ run.start + 2 * i, 1 };
+		assert_int_equal(hkv_free(p, &(struct hkv_extent){ run.start + 2 * i + 1, 1 }, 1), 0);
+	}
+	assert_int_equal(hkv_unit_add(p, id, ext, n), 0);
+}
+
+/*
+ * Freed unit records are kept for the next units of their size class (1,
+ * 2, 4, 8 extents): records taken back, split, evicted and removed in
+ * every order hold exactly the extents they were given (ASan would see a
+ * record too small for its extents), and the pool checks clean.
+ */
+static void test_record_reuse(void **state)
+{
+	enum { N = 4096, ROUNDS = 400 };
+	struct hkv_pool *p = mkpool(N, 1);
+	struct hkv_extent ext[16], got[16];
+	uint64_t x = 1;
+
+	(void)state;
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		unsigned n = 1 + r % 12;	/* in every class, and past them */
+		uint64_t id = 1000 + r;
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		add_spread(p, id, n, ext);
+		assert_int_equal(hkv_unit_extents(p, id, got, 16), n);
+		assert_memory_equal(got, ext, n * sizeof(*ext));
+		unsigned left = n;
+
+		if (n > 1 && x >> 63) {		/* the split halves: fewer extents each */
+			unsigned at = 1 + (unsigned)(x >> 40) % (n - 1);
+
+			left = at;
+			assert_int_equal(hkv_unit_split(p, id, at, id + 1000000), 0);
+			assert_int_equal(hkv_unit_extents(p, id, got, 16), at);
+			assert_memory_equal(got, ext, at * sizeof(*ext));
+			assert_int_equal(hkv_unit_extents(p, id + 1000000, got, 16), n - at);
+			assert_memory_equal(got, ext + at, (n - at) * sizeof(*ext));
+			assert_int_equal(hkv_unit_remove(p, id + 1000000, HKV_UNIT_FREE), 0);
+		}
+		if (x >> 62 & 1)	/* evicted, or removed */
+			assert_int_equal(hkv_evict(p, N), left);
+		else
+			assert_int_equal(hkv_unit_remove(p, id, HKV_UNIT_FREE), 0);
+		assert_int_equal(tp_stats(p).units, 0);
+	}
+	assert_int_equal(hkv_available(p), N);
+	assert_int_equal(hkv_check(p), 0);
+	hkv_pool_destroy(p);
+}
+
 /*
  * hkv_check() holds units and page bits to each other: a page marked in a
  * unit that no unit holds, a unit page not marked, or a page in two units
@@ -336,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_split_pinned),
 		cmocka_unit_test(test_cross_lane),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_record_reuse),
 		cmocka_unit_test(test_check_units),
 	};
 
