@@ -68,7 +68,7 @@
  * through one of the receiver's shared-memory segments, 8 KiB in UCX's
  * default configuration. hkv_xfer_create() makes them 64 KiB less a cache
  * line, 128 to a chunk (UCX_MM_SEG_SIZE=65472 and UCX_MM_RX_BUFS_GROW=128
- * in its UCX configuration, where UCX_TLS takes shared memory): about 1.4x
+ * in its UCX configuration, where UCX_TLS takes shared memory): 1.4 to 1.6x
  * the bandwidth of fragments over shared memory here, for about 8 MiB of
  * receive segments per endpoint (UCX's default: 4 MiB). The sender fills
  * the receiver's segment up to its own segment size, so both sides must
