@@ -64,6 +64,18 @@
  * host, but slower towards peers reached over tcp, which then lose tcp's
  * zero-copy PUT (0.8x on tcp loopback); set it on endpoints whose peers
  * are on this host.
+ * On posix and sysv every message and every rendezvous fragment is copied
+ * through one of the receiver's shared-memory segments, 8 KiB in UCX's
+ * default configuration. hkv_xfer_create() makes them 64 KiB less a cache
+ * line, 128 to a chunk (UCX_MM_SEG_SIZE=65472 and UCX_MM_RX_BUFS_GROW=128
+ * in its UCX configuration, where UCX_TLS takes shared memory): 1.4 to 1.6x
+ * the bandwidth of fragments over shared memory here, for about 8 MiB of
+ * receive segments per endpoint (UCX's default: 4 MiB). The sender fills
+ * the receiver's segment up to its own segment size, so both sides must
+ * use the same: every endpoint of this wire version does, one of another
+ * version is refused at HELLO, and a user's UCX_MM_SEG_SIZE (or
+ * UCX_POSIX_ or UCX_SYSV_SEG_SIZE), which wins, must be the same on both
+ * sides and at most 65535 (UCX 1.13 keeps a segment's length in 16 bits).
  * The connecting side sends the first message (HELLO) and the listener
  * answers it: a listener's endpoint on shared memory may not carry a
  * message before the client's first one has arrived.

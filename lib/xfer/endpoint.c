@@ -100,21 +100,59 @@ static bool tls_has_mm(void)
 	return tls_takes(mm, mm_all);
 }
 
+/* does the environment set one of @names (NULL-terminated)? */
+static bool user_sets(const char *const *names)
+{
+	for (unsigned i = 0; names[i]; i++)
+		if (getenv(names[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The shared-memory segment: every message and every rendezvous fragment
+ * on posix or sysv is copied through one receive segment of the peer's, so
+ * its size sets the bytes per FIFO element and per atomic claim of the
+ * FIFO's head: 8 KiB by default, 64 KiB less a cache line here (UCX 1.13
+ * keeps an element's length in 16 bits: 64 KiB itself wraps to 0 and
+ * aborts the receiver), fewer receive segments per chunk so the memory
+ * stays near UCX's default (128 x 64 KiB against 512 x 8 KiB). The sender
+ * packs up to its own size into the receiver's segment, so both sides must
+ * agree: every endpoint of this wire version sets the same, and a user's
+ * UCX_*_SEG_SIZE must be the same on both sides.
+ */
+#define XF_MM_SEG_SIZE		"65472"
+#define XF_MM_RX_BUFS_GROW	"128"
+
+static void ucx_config_modify(ucp_config_t *cfg, const char *name, const char *value)
+{
+	ucs_status_t st = ucp_config_modify(cfg, name, value);
+
+	if (st != UCS_OK)	/* a UCX without it: its default */
+		xf_log(2, "UCX: %s: %s", name, ucs_status_string(st));
+}
+
 static void ucx_config_shm(ucp_config_t *cfg)
 {
-	static const char *const user[] = {
-		"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING",
+	static const char *const errh[] = {
+		"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING", NULL,
 	};
-	ucs_status_t st;
+	static const char *const seg[] = {
+		"UCX_MM_SEG_SIZE", "UCX_POSIX_SEG_SIZE", "UCX_SYSV_SEG_SIZE", NULL,
+	};
+	static const char *const grow[] = {
+		"UCX_MM_RX_BUFS_GROW", "UCX_POSIX_RX_BUFS_GROW", "UCX_SYSV_RX_BUFS_GROW", NULL,
+	};
 
-	for (unsigned i = 0; i < sizeof(user) / sizeof(user[0]); i++)
-		if (getenv(user[i]))
-			return;
 	if (!tls_has_mm())
 		return;
-	st = ucp_config_modify(cfg, "MM_ERROR_HANDLING", "y");
-	if (st != UCS_OK)	/* a UCX without it: tcp loopback, as before */
-		xf_log(2, "UCX: MM_ERROR_HANDLING: %s", ucs_status_string(st));
+	if (!user_sets(errh))	/* a UCX without it: tcp loopback, as before */
+		ucx_config_modify(cfg, "MM_ERROR_HANDLING", "y");
+	if (user_sets(seg))
+		return;
+	ucx_config_modify(cfg, "MM_SEG_SIZE", XF_MM_SEG_SIZE);
+	if (!user_sets(grow))
+		ucx_config_modify(cfg, "MM_RX_BUFS_GROW", XF_MM_RX_BUFS_GROW);
 }
 
 /*

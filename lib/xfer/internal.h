@@ -270,7 +270,7 @@ int xf_auth_check(struct hkv_xfer_peer *p, const void *buf, size_t len);
 enum { XF_AM_HELLO = 0x4b31, XF_AM_GRANT_REQ, XF_AM_GRANT_REP, XF_AM_RELEASE,
        XF_AM_DATA, XF_AM_GET_REQ, XF_AM_GET_REP, XF_AM_DONE, XF_AM_AUTH };
 #define XF_MAGIC	0x564b4858u	/* "XHKV" */
-#define XF_VERSION	2
+#define XF_VERSION	3	/* and the shared-memory segment size of endpoint.c */
 
 struct xf_wire_hdr {
 	uint32_t magic;

@@ -48,25 +48,13 @@ static void fold(const struct xf_hist *h, struct hkv_page_xfer *p)
 	p->lat_n = h->n;
 }
 
-/**
- * xf_metrics_publish() - hand the pool's stats page this endpoint's figures
- * @x: the endpoint
- * @force: now, whatever the time since the last one
- */
-void xf_metrics_publish(struct hkv_xfer *x, bool force)
+/* the figures onto the page: a zeroed page-sized struct, so only when due
+ * (xf_metrics_publish() runs every progress step while they changed) */
+static void publish(struct hkv_xfer *x)
 {
-	/* an endpoint progresses on one thread: the last one this thread
-	 * published, and when (another endpoint publishes at once) */
-	static __thread const struct hkv_xfer *last_x;
-	static __thread uint64_t last;
 	struct hkv_page_xfer p = { .sz = sizeof(p), .endpoints = 1 };
 	const struct hkv_xfer_peer *q;
-	uint64_t now = xf_coarse_ns();
 
-	if (!force && x == last_x && now - last < XF_METRICS_NS)
-		return;
-	last_x = x;
-	last = now;
 	p.transfers = x->st.transfers;
 	p.failures = x->st.failures;
 	p.timeouts = x->st.timeouts;
@@ -108,4 +96,24 @@ void xf_metrics_publish(struct hkv_xfer *x, bool force)
 	}
 	x->metrics_dirty = false;
 	hkv_page_set_xfer(x->pool, &p);	/* -ENOENT: the pool has no page */
+}
+
+/**
+ * xf_metrics_publish() - hand the pool's stats page this endpoint's figures
+ * @x: the endpoint
+ * @force: now, whatever the time since the last one
+ */
+void xf_metrics_publish(struct hkv_xfer *x, bool force)
+{
+	/* an endpoint progresses on one thread: the last one this thread
+	 * published, and when (another endpoint publishes at once) */
+	static __thread const struct hkv_xfer *last_x;
+	static __thread uint64_t last;
+	uint64_t now = xf_coarse_ns();
+
+	if (!force && x == last_x && now - last < XF_METRICS_NS)
+		return;
+	last_x = x;
+	last = now;
+	publish(x);
 }

@@ -948,6 +948,66 @@ static void case_stats_json(void)
 	side_close(&s);
 }
 
+/* the largest of this process's UCX shared-memory mappings (sysv
+ * segments, posix files) in bytes; 0 when there is none */
+static uint64_t shm_largest(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long long lo, hi;
+	uint64_t best = 0;
+	char line[512];
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if ((strstr(line, "/SYSV") || strstr(line, "ucx_")) &&
+		    sscanf(line, "%llx-%llx", &lo, &hi) == 2 && hi - lo > best)
+			best = hi - lo;
+	fclose(f);
+	return best;
+}
+
+/*
+ * Shared-memory segments: the library's (64 KiB less a cache line, a
+ * receive chunk of 128 of them: over 7 MiB) unless the user sets
+ * UCX_MM_SEG_SIZE (here UCX's default, on both sides: a chunk of 512 of
+ * 8 KiB, under 7 MiB); large puts and gets arrive whole either way.
+ * Where UCX_TLS names shared memory the mapping must be there.
+ */
+static void case_shm_segment(void)
+{
+	const char *tls = getenv("UCX_TLS");
+	bool want_shm = tls && (strstr(tls, "shm") || strstr(tls, "sm"));
+	struct hkv_extent l, back, r = { 0, 96 };
+	struct side s;
+	uint64_t big;
+
+	for (int user = 0; user < 2; user++) {
+		if (user)
+			setenv("UCX_MM_SEG_SIZE", "8256", 1);	/* the target inherits it */
+		side_open(&s, 0, 0);
+		CHECK_EQ(hkv_alloc(s.pool, 96, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+		CHECK_EQ(hkv_alloc(s.pool, 96, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &back, 1), 1);
+		fill(s.pool, &l, 1, 0x5e6 + user);
+		CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+		memset(hkv_page_ptr(s.pool, back.start), 0, back.len * PB);
+		CHECK_EQ(xfer(&s, true, &back, 1, &r, 1, 0, NULL, 0), 0);
+		CHECK_EQ(bad_pages(s.pool, &back, 1, 0x5e6 + user), 0);
+		big = shm_largest();
+		if (want_shm)
+			CHECK(big > 0);
+		if (big && !user)
+			CHECK(big > (7ull << 20));
+		if (big && user)
+			CHECK(big < (7ull << 20));
+		CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+		CHECK_EQ(hkv_free(s.pool, &back, 1), 0);
+		side_close(&s);
+		if (user)
+			unsetenv("UCX_MM_SEG_SIZE");
+	}
+}
+
 /*
  * Cases that kill or stop a peer mid-transfer run with eager messages only
  * (UCX_RNDV_THRESH=inf, read by both processes' ucp_init): UCX 1.13's tcp
@@ -973,6 +1033,7 @@ static const struct {
 	{ "same-uid", case_same_uid, false },
 	{ "grant-flood", case_grant_flood, false },
 	{ "stats-json", case_stats_json, false },
+	{ "shm-segment", case_shm_segment, false },
 	{ "silent-peer", case_silent_peer, true },
 	{ "target-stopped", case_target_stopped, true },
 	{ "target-killed", case_target_killed, true },

@@ -6,6 +6,8 @@
  * --per-page, and ucx_perftest -t ucp_put_bw and -t ucp_am_bw (the
  * one-sided and the two-sided limit of the transport), without and with
  * -e (endpoints with peer error handling, which hkv-xfer's always have),
+ * on shared memory am_bw -e also with the segment size hkv-xfer's library
+ * sets (the same transport configuration on both sides of the comparison),
  * at the mean operation size of the extents run and at the page size, each
  * pair as two processes. It prints medians: GB/s, operations per transfer,
  * latency. The namespaces are the caller's (tests/xfer/bench makes them).
@@ -26,6 +28,7 @@
 #include "../lib/json_reader.h"
 
 #define REPS_MAX	16
+#define NTESTS		5	/* ucx_perftest rows */
 
 struct bcfg {
 	const char *mode, *tls, *addr, *ns_srv, *ns_cli, *self;
@@ -59,7 +62,9 @@ static void bench_usage(FILE *f)
 "picks its shared-memory transports; hkv-xfer with --same-host; with peer\n"
 "error handling, as hkv-xfer\n"
 "and -e, only with UCX_MM_ERROR_HANDLING=y, which hkv-xfer sets itself and\n"
-"the -e runs here get); netns: UCX_TLS=tcp, the server in namespace SRV\n"
+"the -e runs here get; one more am_bw -e row with the shared-memory\n"
+"segments hkv-xfer sets, UCX_MM_SEG_SIZE=65472, outside \"best\");\n"
+"netns: UCX_TLS=tcp, the server in namespace SRV\n"
 "listening on IP, the client in CLI.\n");
 }
 
@@ -185,8 +190,8 @@ static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *o
 }
 
 /* ucx_perftest -t TEST at one size; GB/s and per-message latency */
-static int run_perftest(const struct bcfg *c, const char *test, bool errh, uint64_t size,
-			double *gbps, double *lat)
+static int run_perftest(const struct bcfg *c, const char *test, bool errh, bool seg,
+			uint64_t size, double *gbps, double *lat)
 {
 	char sz[32], iters[32], port[16], out[8192] = "";
 	uint64_t n = XMIN(XMIN(100000, (1ull << 30) / size + 100), 200000);
@@ -195,7 +200,7 @@ static int run_perftest(const struct bcfg *c, const char *test, bool errh, uint6
 	char *cli[] = { "ucx_perftest", (char *)c->addr, "-t", (char *)test, "-s", sz, "-n", iters,
 			"-p", port, errh ? "-e" : NULL, NULL };
 	int co[2], devnull, rc = -1, tries;
-	bool mm;
+	bool mm, mmseg;
 	const char *fin;
 	size_t len;
 	ssize_t k;
@@ -209,6 +214,13 @@ static int run_perftest(const struct bcfg *c, const char *test, bool errh, uint6
 	mm = errh && !strcmp(c->mode, "shm") && !getenv("UCX_MM_ERROR_HANDLING");
 	if (mm)
 		setenv("UCX_MM_ERROR_HANDLING", "y", 1);
+	/* seg: the shared-memory segments hkv-xfer's library sets itself
+	 * (include/hugekv-xfer.h), for the same transport on both sides */
+	mmseg = seg && !getenv("UCX_MM_SEG_SIZE");
+	if (mmseg) {
+		setenv("UCX_MM_SEG_SIZE", "65472", 1);
+		setenv("UCX_MM_RX_BUFS_GROW", "128", 1);
+	}
 	devnull = open("/dev/null", 1);
 	sp = spawn(c, c->ns_srv, srv, devnull, devnull);
 	for (tries = 0; tries < 20 && rc; tries++) {
@@ -230,6 +242,10 @@ static int run_perftest(const struct bcfg *c, const char *test, bool errh, uint6
 	wait_rc(sp);
 	if (mm)
 		unsetenv("UCX_MM_ERROR_HANDLING");
+	if (mmseg) {
+		unsetenv("UCX_MM_SEG_SIZE");
+		unsetenv("UCX_MM_RX_BUFS_GROW");
+	}
 	close(devnull);
 	fin = strstr(out, "Final:");
 	if (rc || !fin)
@@ -339,7 +355,7 @@ static void print_row(const struct bcfg *c, const char *what, const struct row *
 		       "\"op_bytes\":%.0f,\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f}%s\n", what, r->n,
 		       g, r->ops, r->size, l50, l99, last ? "" : ",");
 	else
-		printf("  %-36s %6.3f GB/s  %8.2f ops/xfer  %9.0f B/op  p50 %9.1f us  p99 %9.1f us\n",
+		printf("  %-44s %6.3f GB/s  %8.2f ops/xfer  %9.0f B/op  p50 %9.1f us  p99 %9.1f us\n",
 		       what, g, r->ops, r->size, l50, l99);
 }
 
@@ -355,15 +371,19 @@ static void add(struct row *r, double g, double l50, double l99, double ops, dou
 
 int bench_main(int argc, char **argv, const char *self)
 {
-	/* -e: endpoints with peer error handling, as hkv-xfer's */
-	static const struct { const char *name; bool errh; } tests[4] = {
-		{ "ucp_put_bw", false }, { "ucp_am_bw", false },
-		{ "ucp_put_bw", true }, { "ucp_am_bw", true },
+	/* -e: endpoints with peer error handling, as hkv-xfer's; the last,
+	 * on shared memory only: with hkv-xfer's segment size too (not in
+	 * "best", which is UCX's own configuration) */
+	static const struct { const char *name; bool errh, seg; } tests[NTESTS] = {
+		{ "ucp_put_bw", false, false }, { "ucp_am_bw", false, false },
+		{ "ucp_put_bw", true, false }, { "ucp_am_bw", true, false },
+		{ "ucp_am_bw", true, true },
 	};
 	struct bcfg c = { .mode = "tcp", .self = self, .reps = 3, .port = 0 };
-	struct row ext = { 0 }, pp = { 0 }, pt[4][2];
+	struct row ext = { 0 }, pp = { 0 }, pt[NTESTS][2];
 	unsigned i, t;
-	double g, o, l5, l9, mop, lat, best = 0, best_e = 0, m;
+	double g, o, l5, l9, mop, lat, best = 0, best_e = 0, am_e = 0, seg_e = 0, m;
+	unsigned ntests;
 	char what[64];
 
 	snprintf(c.pages, sizeof(c.pages), "16384");
@@ -379,6 +399,7 @@ int bench_main(int argc, char **argv, const char *self)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	memset(pt, 0, sizeof(pt));
+	ntests = !strcmp(c.mode, "shm") ? NTESTS : NTESTS - 1;
 	for (i = 0; i < c.reps; i++) {
 		fprintf(stderr, "bench %s: rep %u/%u: extents", c.mode, i + 1, c.reps);
 		if (!run_pair(&c, false, &g, &o, &l5, &l9, &mop))
@@ -387,11 +408,12 @@ int bench_main(int argc, char **argv, const char *self)
 		if (!run_pair(&c, true, &g, &o, &l5, &l9, &mop))
 			add(&pp, g, l5, l9, o, mop);
 		fprintf(stderr, ", ucx_perftest\n");
-		for (t = 0; t < 4; t++) {
-			if (ext.n && !run_perftest(&c, tests[t].name, tests[t].errh,
+		for (t = 0; t < ntests; t++) {
+			if (ext.n && !run_perftest(&c, tests[t].name, tests[t].errh, tests[t].seg,
 						   (uint64_t)ext.size, &g, &lat))
 				add(&pt[t][0], g, lat, lat, 1, ext.size);
-			if (!run_perftest(&c, tests[t].name, tests[t].errh, c.pb, &g, &lat))
+			if (!run_perftest(&c, tests[t].name, tests[t].errh, tests[t].seg, c.pb,
+					  &g, &lat))
 				add(&pt[t][1], g, lat, lat, 1, (double)c.pb);
 		}
 	}
@@ -407,28 +429,44 @@ int bench_main(int argc, char **argv, const char *self)
 		       c.occ, c.xp, c.total, c.depth, c.reps);
 	print_row(&c, "hkv-xfer extents", &ext, false);
 	print_row(&c, "hkv-xfer per-page", &pp, false);
-	for (t = 0; t < 4; t++) {
-		snprintf(what, sizeof(what), "ucx_perftest %s%s %.0f B", tests[t].name,
-			 tests[t].errh ? " -e" : "", ext.size);
+	for (t = 0; t < ntests; t++) {
+		const char *e = tests[t].seg ? " -e 64K-seg" : tests[t].errh ? " -e" : "";
+
+		snprintf(what, sizeof(what), "ucx_perftest %s%s %.0f B", tests[t].name, e, ext.size);
 		print_row(&c, what, &pt[t][0], false);
-		snprintf(what, sizeof(what), "ucx_perftest %s%s %" PRIu64 " B", tests[t].name,
-			 tests[t].errh ? " -e" : "", c.pb);
-		print_row(&c, what, &pt[t][1], t == 3);
+		snprintf(what, sizeof(what), "ucx_perftest %s%s %" PRIu64 " B", tests[t].name, e,
+			 c.pb);
+		print_row(&c, what, &pt[t][1], t == ntests - 1);
 		m = pt[t][0].n ? median(pt[t][0].gbps, pt[t][0].n) : 0;
+		if (tests[t].seg) {
+			seg_e = m;
+			continue;
+		}
 		if (m > best)
 			best = m;
 		if (tests[t].errh && m > best_e)
 			best_e = m;
+		if (tests[t].errh && !strcmp(tests[t].name, "ucp_am_bw"))
+			am_e = m;	/* two-sided, as hkv-xfer (its put is one-sided) */
 	}
 	g = median(ext.gbps, ext.n);
 	o = ext.ops > 0 ? pp.ops / ext.ops : 0;
-	if (c.json)
+	if (c.json) {
 		printf("  ],\"extents_vs_best_perftest\":%.3f,\"extents_vs_best_perftest_e\":%.3f,"
-		       "\"per_page_ops_ratio\":%.1f}\n", best > 0 ? g / best : 0,
-		       best_e > 0 ? g / best_e : 0, o);
-	else
+		       "\"extents_vs_am_bw_e\":%.3f,\"extents_vs_am_bw_e_seg\":%.3f,"
+		       "\"per_page_ops_ratio\":%.1f}\n",
+		       best > 0 ? g / best : 0, best_e > 0 ? g / best_e : 0,
+		       am_e > 0 ? g / am_e : 0, seg_e > 0 ? g / seg_e : 0, o);
+	} else {
+		char segs[64] = "";
+
+		if (seg_e > 0)
+			snprintf(segs, sizeof(segs), ", with hkv-xfer's 64K segments %.2fx",
+				 g / seg_e);
 		printf("  extents / best ucx_perftest at the same size: %.2fx (with -e, the same "
-		       "error handling: %.2fx); per-page / extents operations: %.1fx\n",
-		       best > 0 ? g / best : 0, best_e > 0 ? g / best_e : 0, o);
+		       "error handling: %.2fx; / am_bw -e, two-sided as hkv-xfer: %.2fx%s); "
+		       "per-page / extents operations: %.1fx\n", best > 0 ? g / best : 0,
+		       best_e > 0 ? g / best_e : 0, am_e > 0 ? g / am_e : 0, segs, o);
+	}
 	return ext.n && pp.n ? 0 : EXIT_FAIL;
 }
