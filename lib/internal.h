@@ -796,6 +796,8 @@ struct lane_call {
 	unsigned flags, max_ext;
 	int ret;
 	int done;			/* set (release) once ret is written */
+	bool frees;			/* a free: its caller never becomes the owner
+					 * (lane_call_slow() says why) */
 };
 
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);
