@@ -191,6 +191,39 @@ static void test_queue_full(void **state)
 	hkv_pool_destroy(pool);
 }
 
+/* a free of pages queued already is found behind newer entries, lap after
+ * lap of the queue (the look goes from the tail back to the first entry a
+ * holder ran, without the head): it waits, which runs the queue, and gets
+ * -EINVAL; a page next to a queued free is not in it */
+static void test_queued_found_across_laps(void **state)
+{
+	struct hkv_pool *pool = pool_new(1024, 1);
+	struct hkv_stats st;
+	struct owner o;
+
+	(void)state;
+	owner_alloc(&o, pool, 0, 250, 2);
+	for (unsigned r = 0; r < 25; r++) {
+		struct hkv_extent *e = &o.e[10 * r], half = { e[3].start + 1, 1 };
+
+		for (unsigned i = 0; i < 9; i++)
+			assert_int_equal(hkv_free(pool, &e[i], 1), 0);
+		assert_int_equal(queued(pool, 0), 9);
+		assert_int_equal(hkv_free(pool, &half, 1), -EINVAL);
+		assert_int_equal(queued(pool, 0), 0);
+		assert_int_equal(hkv_free(pool, &e[9], 1), 0);	/* queued */
+		assert_int_equal(queued(pool, 0), 1);
+		assert_int_equal(hkv_free(pool, &e[9], 1), -EINVAL);
+	}
+	st = tp_stats(pool);
+	assert_int_equal(st.frees, 250);
+	assert_int_equal(st.deferred_frees, 250);
+	assert_int_equal(st.deferred_free_errors, 0);
+	assert_int_equal(st.free_pages, 1024);
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+}
+
 /* HKV_LANE_ANY counts a lane's queued room: lane 0 full (this thread's),
  * lane 1 full but for a queued free, the only room for 64 contiguous */
 static void test_any_lane_sees_queue(void **state)
@@ -365,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_seen_by_next_call),
 		cmocka_unit_test(test_errors_not_queued),
 		cmocka_unit_test(test_queue_full),
+		cmocka_unit_test(test_queued_found_across_laps),
 		cmocka_unit_test(test_any_lane_sees_queue),
 		cmocka_unit_test(test_env_off),
 		cmocka_unit_test(test_queue_metadata),
