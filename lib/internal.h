@@ -364,7 +364,7 @@ extern __thread struct named_tls named_tls;
 #define XI_META_EXTENT	64
 #define XI_META_CROWDED	256
 #define XI_META_LANE	704
-#define XI_META_QUEUE	1728
+#define XI_META_QUEUE	1152
 #define XI_MAX_PAGES	(UINT32_MAX - 1)
 
 struct fext {			/* one free extent; 32 bytes */
@@ -708,17 +708,20 @@ static inline uint64_t defer_seq(uint64_t p, unsigned ph)
 	return 8 * p + ph;
 }
 
+/* 16 bytes: four to a line, which the freeing thread writes and the
+ * holder reads */
 struct lane_defer_ent {
 	uint64_t seq;
-	uint64_t start, len;	/* absolute pages */
+	uint32_t start, len;	/* pages of the lane's space (xindex.base + start) */
 };
 
 /* made by the lane's first deferred free (most lanes never have one) */
 struct lane_defer {
 	uint64_t tail __attribute__((aligned(64)));	/* the next position, a hint */
-	uint64_t head __attribute__((aligned(64)));	/* the next to run (holder) */
-	uint64_t ran, errors;	/* frees run; found invalid when run (holder) */
-	uint64_t barrier __attribute__((aligned(64)));	/* the holder's alone */
+	/* the holder's line: freeing threads do not read it */
+	uint64_t head __attribute__((aligned(64)));	/* the next to run */
+	uint64_t ran, errors;	/* frees run; found invalid when run */
+	uint64_t barrier;	/* lane_defer_take()'s locked operation */
 	struct lane_defer_ent ent[LANE_DEFER_SIZE] __attribute__((aligned(64)));
 };
 
@@ -799,6 +802,8 @@ struct lane_call {
 	unsigned flags, max_ext;
 	int ret;
 	int done;			/* set (release) once ret is written */
+	bool frees;			/* a free: its caller never becomes the owner
+					 * (lane_call_slow() says why) */
 };
 
 int lane_init(struct lane *l, uint64_t first, uint64_t npages, uint64_t barrier);

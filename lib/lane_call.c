@@ -206,6 +206,16 @@ void lane_wake(struct lane *l)
  * look (the holder may have unlocked just before the call was posted);
  * after LANE_SPIN_MAX it sleeps on the lock: a holder that is descheduled
  * must not keep it spinning.
+ *
+ * A caller that takes the lock so becomes the owner, unless its call is a
+ * free. A thread that frees what another allocates (a backup thread) comes
+ * here only for a free that could not be deferred (lane_defer.c), and it
+ * takes the lock only when the allocating thread did not run the free in
+ * time: descheduled, or waiting for memory those very frees give back. As
+ * the owner it would take the lane from the thread that calls it most:
+ * every allocation would then wait for a free to run it, or a grace to
+ * take the lane back, and the frees would run on the freeing thread instead
+ * of being queued.
  */
 
 /* the call in the slot, run by the holder */
@@ -296,7 +306,8 @@ static int slot_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned g
 
 own:
 	/* under the lock the slot is still posted (run it here) or done */
-	HKV_STORE(&l->owner, __builtin_thread_pointer());
+	if (!c->frees)
+		HKV_STORE(&l->owner, __builtin_thread_pointer());
 	l->quiet = 0;
 	if (HKV_LOAD(&sl->state) == LANE_SLOT_POSTED)
 		ret = fn(c->pool, l, c);
@@ -327,7 +338,8 @@ static int list_wait(struct lane *l, lane_fn fn, struct lane_call *c, unsigned g
 
 own:
 	/* c is done, or still listed and run now */
-	HKV_STORE(&l->owner, __builtin_thread_pointer());
+	if (!c->frees)
+		HKV_STORE(&l->owner, __builtin_thread_pointer());
 	lane_serve(l, c);
 	lane_release(l);
 	return c->ret;

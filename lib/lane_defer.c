@@ -16,11 +16,17 @@
  * would free someone else's pages. Only the holder frees and allocates,
  * and only a call that looked at the queue first. So the freeing thread
  * claims its entry before it looks (an atomic operation: a full barrier),
- * and the holder looks at the queue after its frees with a full barrier
- * (lane_defer_take()): either the look sees a free that came first, and
- * the free waits for the exact answer, or the holder sees the claim and
- * settles the entry before any allocation. A claim not settled soon (its
- * thread preempted) is dropped by the holder, and that free waits too.
+ * and the holder ends every take of the queue (lane_defer_take()) with a
+ * look that follows a full barrier made after its last free: the frees of
+ * the calls before (its own, or run for waiting callers) and those the
+ * take itself ran. Either the freeing thread's look sees the holder's
+ * free, and the free waits for the exact answer, or that last look sees
+ * the claim, and the holder settles and runs the entry before any
+ * allocation. A take that finds the queue empty makes the barrier once;
+ * one that runs frees makes it after them (a barrier only before the
+ * runs would leave them unordered with the look of a claim the take did
+ * not see). A claim not settled soon (its thread preempted) is dropped by
+ * the holder, and that free waits too.
  *
  * A free that cannot be answered so (not allocated, in a unit, queued
  * already, the queue full) takes the waiting path, which runs the queue
@@ -112,7 +118,7 @@ static bool defer_run_one(struct lane *l, struct lane_defer *q, struct lane_defe
 
 	if (v != defer_seq(h, DEFER_FILLED))
 		return true;	/* void or dropped */
-	err = xi_free_checked(&l->xi, e->start, e->len);
+	err = xi_free_checked(&l->xi, l->xi.base + e->start, e->len);
 	if (unlikely(err == -ENOMEM))
 		return false;
 	if (likely(!err)) {
@@ -126,8 +132,28 @@ static bool defer_run_one(struct lane *l, struct lane_defer *q, struct lane_defe
 	q->errors++;
 	hkv_log(HKV_LOG_WARN, "free of pages %llu+%llu, deferred: %s when run (another thread "
 		"freed them, or made a unit of them, at the same time)",
-		(unsigned long long)e->start, (unsigned long long)e->len, hkv_strerror(err));
+		(unsigned long long)(l->xi.base + e->start), (unsigned long long)e->len,
+		hkv_strerror(err));
 	return true;
+}
+
+/* filled entries whose group lines are prefetched before the run of the
+ * entry ahead of them: their misses overlap that run */
+#define DEFER_AHEAD	4
+
+/* prefetch, for writing, the group lines of the filled entries from *pf
+ * up to DEFER_AHEAD past h; *pf: the first not prefetched yet */
+static inline void defer_prefetch_run(const struct lane *l, const struct lane_defer *q,
+				      uint64_t h, uint64_t *pf)
+{
+	for (; *pf < h + DEFER_AHEAD; (*pf)++) {
+		const struct lane_defer_ent *e = &q->ent[*pf % LANE_DEFER_SIZE];
+
+		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != defer_seq(*pf, DEFER_FILLED))
+			return;
+		hkv_prefetch_w(&l->xi.grp[e->start >> 6]);
+		hkv_prefetch_w(&l->xi.grp[(e->start + e->len - 1) >> 6]);
+	}
 }
 
 /**
@@ -146,30 +172,45 @@ static bool defer_run_one(struct lane *l, struct lane_defer *q, struct lane_defe
 void lane_defer_take(struct lane *l, unsigned settle)
 {
 	struct lane_defer *q = __atomic_load_n(&l->defer, __ATOMIC_ACQUIRE);
-	uint64_t h = q->head, v;
+	uint64_t h0 = q->head, h = h0, pf = h + 1, v;
+	bool fenced = false;	/* no free since the barrier */
 
-	/* a locked operation (a full barrier) on a line of this thread's
-	 * own: its frees before the look at the queue (see above) */
-	__atomic_fetch_add(&q->barrier, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
 		struct lane_defer_ent *e = &q->ent[h % LANE_DEFER_SIZE];
 
 		v = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-		if (v <= defer_seq(h, DEFER_FREE))	/* not claimed, or a lap behind */
-			break;
+		if (v <= defer_seq(h, DEFER_FREE)) {	/* not claimed, or a lap behind */
+			if (fenced)
+				break;
+			/* a locked operation (a full barrier) on this thread's
+			 * line: every free before it (the calls before this
+			 * one, the runs above) comes before the look that
+			 * ends the take (see above); then the look again */
+			__atomic_fetch_add(&q->barrier, 1, __ATOMIC_SEQ_CST);
+			fenced = true;
+			continue;
+		}
 		if (v == defer_seq(h, DEFER_CLAIMED))
 			v = defer_settle(e, h, settle);
-		if (!defer_run_one(l, q, e, h, v))
+		defer_prefetch_run(l, q, h, &pf);
+		if (!defer_run_one(l, q, e, h, v)) {
+			if (!fenced)	/* the runs above, before a later claim's look */
+				__atomic_fetch_add(&q->barrier, 1, __ATOMIC_SEQ_CST);
 			break;
+		}
+		if (v == defer_seq(h, DEFER_FILLED))
+			fenced = false;
 		/* the entry is free for the position one lap ahead (a dropped
 		 * one once its thread is done with it) */
 		if (v != defer_seq(h, DEFER_DROPPED))
 			__atomic_store_n(&e->seq, defer_seq(h + LANE_DEFER_SIZE, DEFER_FREE),
 					 __ATOMIC_RELEASE);
 		h++;
+		pf = HKV_MAX(pf, h + 1);
 	}
 	/* release: a reader of the new head sees the pages freed */
-	__atomic_store_n(&q->head, h, __ATOMIC_RELEASE);
+	if (h != h0)
+		__atomic_store_n(&q->head, h, __ATOMIC_RELEASE);
 }
 
 /**
@@ -197,19 +238,26 @@ uint64_t lane_defer_pages(const struct lane *l)
 	return sum;
 }
 
-/* does a queued free name a page of [start, +len)? The filled entries
- * between the head and the tail, at most the queue's size */
-static bool defer_overlaps(const struct lane_defer *q, uint64_t start, uint64_t len)
+/*
+ * does a queued free name a page of [from, +len) (pages of the space)? The
+ * filled entries below the tail, newest first, down to the first that a
+ * holder reached (run and freed for a later lap, or dropped): a holder
+ * runs the entries in order, so every one below it ran, or was never
+ * filled. The head, which the holder writes at every take that runs
+ * something, is not read: its line stays with the holder.
+ */
+static bool defer_overlaps(const struct lane_defer *q, uint64_t from, uint64_t len)
 {
-	uint64_t h = __atomic_load_n(&q->head, __ATOMIC_ACQUIRE), t = HKV_LOAD(&q->tail);
+	uint64_t t = HKV_LOAD(&q->tail), p = t;
 
-	if (t - h > LANE_DEFER_SIZE)	/* a head read before a lap */
-		h = t - LANE_DEFER_SIZE;
-	for (; h < t; h++) {
-		const struct lane_defer_ent *e = &q->ent[h % LANE_DEFER_SIZE];
+	while (p > t - HKV_MIN(t, (uint64_t)LANE_DEFER_SIZE)) {
+		const struct lane_defer_ent *e = &q->ent[--p % LANE_DEFER_SIZE];
+		uint64_t v = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 
-		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == defer_seq(h, DEFER_FILLED) &&
-		    HKV_LOAD(&e->start) < start + len && start < HKV_LOAD(&e->start) + HKV_LOAD(&e->len))
+		if (v >= defer_seq(p, DEFER_DROPPED))
+			return false;
+		if (v == defer_seq(p, DEFER_FILLED) && HKV_LOAD(&e->start) < from + len &&
+		    from < (uint64_t)HKV_LOAD(&e->start) + HKV_LOAD(&e->len))
 			return true;
 	}
 	return false;
@@ -299,15 +347,15 @@ bool lane_defer_free(struct hkv_pool *pool, struct lane *l, uint64_t start, uint
 	defer_prefetch(&l->xi, start, len);
 	/* a first look before the claim, which the holder may wait for:
 	 * it brings the lines here, and answers most bad frees */
-	if (defer_overlaps(q, start, len) || !defer_valid(pool, l, start, len))
+	if (defer_overlaps(q, start - l->xi.base, len) || !defer_valid(pool, l, start, len))
 		return false;
 	e = defer_claim(q, &pos);
 	if (!e)
 		return false;
 	ok = defer_valid(pool, l, start, len);
 	if (ok) {
-		HKV_STORE(&e->start, start);
-		HKV_STORE(&e->len, len);
+		HKV_STORE(&e->start, (uint32_t)(start - l->xi.base));
+		HKV_STORE(&e->len, (uint32_t)len);
 	}
 	/* settle it, unless the holder dropped it meanwhile: then the entry
 	 * is this thread's to free */

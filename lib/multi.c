@@ -167,7 +167,7 @@ static __attribute__((noinline)) int free_many(struct hkv_pool *pool,
 		goto out;
 	if (lo == hi) {		/* one lane: its owner may run it */
 		struct lane_call c = { .ext = (struct hkv_extent *)ext, .n = n,
-				       .max_ext = (unsigned)pieces };
+				       .max_ext = (unsigned)pieces, .frees = true };
 		struct lane *l = &pool->lanes[lo];
 
 		if (lane_owned(l))
@@ -228,11 +228,12 @@ HKV_API int hkv_free(struct hkv_pool *pool, const struct hkv_extent *ext, unsign
 		if (len != ext->len)
 			return free_other(pool, ext, n);
 	}
-	/* only what lane_call_slow() reads: the extent, and no c->ext (a
-	 * free); it writes the rest before any use */
+	/* only what lane_call_slow() reads: the extent, no c->ext and
+	 * c->frees (a free); it writes the rest before any use */
 	c.start = ext->start;
 	c.n = ext->len;
 	c.ext = NULL;
+	c.frees = true;
 	l = &pool->lanes[lo];
 	if (lane_owned(l))	/* else the owner runs it: leave its lines alone */
 		free_prefetch(&l->xi, ext);

@@ -252,11 +252,13 @@ HKV_API int hkv_alloc(struct hkv_pool *pool, uint64_t npages, unsigned lane,
 		goto out;
 	}
 	/* only what lane_call_slow() reads: the arguments (c->ext set tells
-	 * an allocation); it writes the rest before any use */
+	 * an allocation, and c->frees unset); it writes the rest before any
+	 * use */
 	c.n = npages;
 	c.ext = ext;
 	c.flags = flags;
 	c.max_ext = max_ext;
+	c.frees = false;
 	ret = lane_call(pool, &pool->lanes[lane], lane_alloc_one, &c);
 	/* the arguments from c, which holds them anyway: none kept in a
 	 * register or a spill across the call */

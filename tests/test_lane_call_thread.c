@@ -4,7 +4,8 @@
  * the thread holding the lock (lane_call(), flat combining): posted
  * allocations and frees get the answer they would have got alone, errors
  * included, with nothing changed on an error; several posters at once;
- * a caller whose owner went quiet takes the lane over; a thread that cannot
+ * a caller whose owner went quiet takes the lane over (an allocation; a
+ * free runs and leaves the owner); a thread that cannot
  * get the lock sleeps and is woken; a one-lane handoff
  * (one thread allocates, the other frees what it is handed) keeps every
  * page with one holder. The test thread holds a lane's lock itself to make
@@ -219,16 +220,17 @@ static void test_many_posters(void **state)
 	hkv_pool_destroy(pool);
 }
 
-/* the owner went quiet: another thread's call waits out the grace, runs
- * itself and makes that thread the owner */
+/* the owner went quiet: another thread's allocation waits out the grace,
+ * runs itself and makes that thread the owner; a free (one extent, or
+ * several) runs itself the same way but leaves the owner as it was */
 static void test_owner_moves(void **state)
 {
 	struct hkv_pool *pool = pool_new(1024);
 	struct call a = { .npages = 3 };
-	struct hkv_extent e;
+	struct hkv_extent e, m[2];
 
 	(void)state;
-	pool->lane_defer = false;	/* the frees below wait (take the lane) */
+	pool->lane_defer = false;	/* the frees below wait (take the lock) */
 	assert_int_equal(hkv_alloc(pool, 1, 0, 0, &e, 1), 1);
 	assert_true(lane_owned(&pool->lanes[0]));
 	a.pool = pool;
@@ -238,9 +240,19 @@ static void test_owner_moves(void **state)
 	assert_int_equal(a.ext[0].start, 1);
 	assert_false(lane_owned(&pool->lanes[0]));
 	assert_int_equal(served(pool), 0);
-	assert_int_equal(hkv_free(pool, &e, 1), 0);	/* and back */
-	assert_true(lane_owned(&pool->lanes[0]));
-	assert_int_equal(hkv_free(pool, a.ext, 1), 0);
+	assert_int_equal(hkv_free(pool, &e, 1), 0);
+	assert_false(lane_owned(&pool->lanes[0]));
+	assert_int_equal(hkv_alloc(pool, 2, 0, HKV_ALLOC_CONTIG, m, 1), 1);
+	assert_int_equal(hkv_alloc(pool, 2, 0, HKV_ALLOC_CONTIG, &m[1], 1), 1);
+	assert_true(lane_owned(&pool->lanes[0]));	/* an allocation takes it back */
+	a = (struct call){ .pool = pool, .is_free = true, .nfree = 2,
+			   .ext = { m[0], m[1] } };
+	assert_int_equal(pthread_create(&a.tid, NULL, do_call, &a), 0);
+	pthread_join(a.tid, NULL);
+	assert_int_equal(a.ret, 0);
+	assert_true(lane_owned(&pool->lanes[0]));	/* still this thread's */
+	assert_int_equal(hkv_free(pool, &(struct hkv_extent){ 1, 3 }, 1), 0);
+	assert_int_equal(hkv_available(pool), 1024);
 	assert_int_equal(hkv_check(pool), 0);
 	hkv_pool_destroy(pool);
 }

@@ -155,15 +155,18 @@ static void test_errors_not_queued(void **state)
 	assert_int_equal(queued(pool, 0), 0);
 	st = tp_stats(pool);
 	assert_int_equal(st.frees, 2);
-	assert_int_equal(st.deferred_frees, 1);	/* e[1] ran in a waiting call */
+	/* e[0] and e[1]: the waiting free before e[1] left the lane's owner,
+	 * so e[1] was queued too, and ran in the waiting free of its half */
+	assert_int_equal(st.deferred_frees, 2);
 	assert_int_equal(st.free_pages, 1024 - 4 * NEXT + 8);
 	assert_int_equal(hkv_unit_remove(pool, 7, HKV_UNIT_FREE), 0);
 	assert_int_equal(hkv_check(pool), 0);
 	hkv_pool_destroy(pool);
 }
 
-/* a full queue: the next free waits, runs the queue, and its thread takes
- * the lane (its later frees are its own) */
+/* a full queue: the next free waits and runs the queue; the lane's owner
+ * stays (a free does not take the lane), so the frees after it are queued
+ * again */
 static void test_queue_full(void **state)
 {
 	struct hkv_pool *pool = pool_new(1024, 1);
@@ -173,15 +176,50 @@ static void test_queue_full(void **state)
 	(void)state;
 	owner_alloc(&o, pool, 0, 200, 1);
 	for (unsigned i = 0; i < 200; i++) {
+		unsigned k = i % (LANE_DEFER_SIZE + 1);
+
 		assert_int_equal(hkv_free(pool, &o.e[i], 1), 0);
-		assert_int_equal(queued(pool, 0), i < LANE_DEFER_SIZE ? i + 1 : 0);
+		assert_int_equal(queued(pool, 0), k < LANE_DEFER_SIZE ? k + 1 : 0);
 	}
-	assert_true(lane_owned(&pool->lanes[0]));
+	assert_false(lane_owned(&pool->lanes[0]));
 	st = tp_stats(pool);
 	assert_int_equal(st.frees, 200);
-	assert_int_equal(st.deferred_frees, LANE_DEFER_SIZE);
+	assert_int_equal(st.deferred_frees, 200 - 200 / (LANE_DEFER_SIZE + 1));
 	assert_int_equal(st.free_pages, 1024);
 	assert_int_equal(st.free_extents, 1);
+	assert_int_equal(hkv_check(pool), 0);
+	hkv_pool_destroy(pool);
+}
+
+/* a free of pages queued already is found behind newer entries, lap after
+ * lap of the queue (the look goes from the tail back to the first entry a
+ * holder ran, without the head): it waits, which runs the queue, and gets
+ * -EINVAL; a page next to a queued free is not in it */
+static void test_queued_found_across_laps(void **state)
+{
+	struct hkv_pool *pool = pool_new(1024, 1);
+	struct hkv_stats st;
+	struct owner o;
+
+	(void)state;
+	owner_alloc(&o, pool, 0, 250, 2);
+	for (unsigned r = 0; r < 25; r++) {
+		struct hkv_extent *e = &o.e[10 * r], half = { e[3].start + 1, 1 };
+
+		for (unsigned i = 0; i < 9; i++)
+			assert_int_equal(hkv_free(pool, &e[i], 1), 0);
+		assert_int_equal(queued(pool, 0), 9);
+		assert_int_equal(hkv_free(pool, &half, 1), -EINVAL);
+		assert_int_equal(queued(pool, 0), 0);
+		assert_int_equal(hkv_free(pool, &e[9], 1), 0);	/* queued */
+		assert_int_equal(queued(pool, 0), 1);
+		assert_int_equal(hkv_free(pool, &e[9], 1), -EINVAL);
+	}
+	st = tp_stats(pool);
+	assert_int_equal(st.frees, 250);
+	assert_int_equal(st.deferred_frees, 250);
+	assert_int_equal(st.deferred_free_errors, 0);
+	assert_int_equal(st.free_pages, 1024);
 	assert_int_equal(hkv_check(pool), 0);
 	hkv_pool_destroy(pool);
 }
@@ -360,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_seen_by_next_call),
 		cmocka_unit_test(test_errors_not_queued),
 		cmocka_unit_test(test_queue_full),
+		cmocka_unit_test(test_queued_found_across_laps),
 		cmocka_unit_test(test_any_lane_sees_queue),
 		cmocka_unit_test(test_env_off),
 		cmocka_unit_test(test_queue_metadata),
