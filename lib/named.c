@@ -422,6 +422,7 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct named_cr
 	}
 	h = (struct named_hdr *)(c->base + c->mem_len);
 	nm->hdr = h;
+	nm->heap = &h->heap;
 	memcpy(h->id.magic, NAMED_MAGIC, sizeof(h->id.magic));
 	h->id.layout = NAMED_LAYOUT;
 	h->id.meta_bytes = c->meta_len;
@@ -653,6 +654,7 @@ int named_attach(struct hkv_pool *pool, const char *name)
 		}
 	}
 	nm->hdr = h;
+	nm->heap = &h->heap;
 	named_lock_all(h);	/* a reap rebuilds every lane */
 	named_reap(h);
 	err = slot_take(h, &nm->slot);
