@@ -666,6 +666,8 @@ uint64_t xi_usable(const struct xindex *x, uint64_t r);
 /* free page ids in order into out (room for x->free_pages); returns count */
 uint64_t xi_free_ids(const struct xindex *x, uint64_t *out);
 size_t xi_metadata_bytes(const struct xindex *x);
+/* read one word per page of the bin bitmaps: mapped here (named pools) */
+void xi_map_bins(const struct xindex *x);
 
 /* ---- extent_tree.c: treap of free extents longer than nexact ----------- */
 void tree_insert(struct xindex *x, uint32_t id);

@@ -660,6 +660,8 @@ int named_attach(struct hkv_pool *pool, const char *name)
 	err = slot_take(h, &nm->slot);
 	if (!err)
 		named_local_set(h, (uint8_t)(nm->slot + 1), pool->id);
+	for (unsigned i = 0; !err && i < h->nlanes; i++)
+		xi_map_bins(&h->lanes[i].xi);	/* its frees prefetch them */
 	named_unlock_all(h);
 	if (err) {
 		named_unmap(nm, h, hdr.mem_len);

@@ -289,13 +289,17 @@ static bool bias_allowed(void)
 }
 
 /* a call under the lane's lock ended: its holder had the lane to itself
- * long enough, so the lane is biased to it (the lock still held) */
+ * long enough, so the lane is biased to it (the lock still held); its bin
+ * bitmaps mapped here first (xi_map_bins(): a lane repaired since this
+ * process attached has new ones) */
 static inline void bias_count(struct lane *l, uint32_t me)
 {
 	if (unlikely(++l->quiet >= LANE_BIAS_AFTER)) {
 		l->quiet = 0;
-		if (bias_allowed())
+		if (bias_allowed()) {
+			xi_map_bins(&l->xi);
 			HKV_STORE(&l->bias, (int)me);
+		}
 	}
 }
 
