@@ -1104,6 +1104,10 @@ static inline uint64_t pool_free_pages(const struct hkv_pool *pool)
 struct named {
 	struct named_hdr *hdr;
 	struct shheap *heap;		/* the file's heap (in hdr) */
+	/* per lane: 1 once its bin bitmaps were mapped here (xi_map_bins(),
+	 * at the lane's first call under its lock in this process), written
+	 * under the lane's lock; NULL: never (no memory) */
+	uint8_t *bins_mapped;
 	int meta_fd, mem_fd;
 	unsigned slot;
 	hkv_evict_fn evict_fn;		/* this process's evict callback */

@@ -307,6 +307,7 @@ static void named_unmap(struct named *nm, struct named_hdr *h, uint64_t mem_len)
 	if (nm->meta_fd >= 0)
 		os->close(nm->meta_fd);
 	free(nm->arena);
+	free(nm->bins_mapped);
 	free(nm);
 }
 
@@ -549,6 +550,7 @@ int named_create_finish(struct hkv_pool *pool, struct named_create_ctx *c, int e
 		goto undo;
 	named_local_set(h, (uint8_t)(nm->slot + 1), pool->id);
 	handle_fill(pool, h);
+	nm->bins_mapped = calloc(h->nlanes, 1);
 	nm->arena = arena_view(pool, h);
 	pool->arena = nm->arena;
 	pool->named = nm;
@@ -660,14 +662,13 @@ int named_attach(struct hkv_pool *pool, const char *name)
 	err = slot_take(h, &nm->slot);
 	if (!err)
 		named_local_set(h, (uint8_t)(nm->slot + 1), pool->id);
-	for (unsigned i = 0; !err && i < h->nlanes; i++)
-		xi_map_bins(&h->lanes[i].xi);	/* its frees prefetch them */
 	named_unlock_all(h);
 	if (err) {
 		named_unmap(nm, h, hdr.mem_len);
 		return err;
 	}
 	handle_fill(pool, h);
+	nm->bins_mapped = calloc(h->nlanes, 1);
 	nm->arena = arena_view(pool, h);
 	pool->arena = nm->arena;
 	pool->named = nm;
@@ -697,6 +698,7 @@ void named_detach(struct hkv_pool *pool)
 
 	if (pool_forked(pool)) {	/* nothing of it is mapped here */
 		free(nm->arena);
+		free(nm->bins_mapped);
 		free(nm);
 		free(pool);
 		return;
