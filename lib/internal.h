@@ -354,42 +354,35 @@ extern __thread struct named_tls named_tls __attribute__((tls_model("initial-exe
 #define NL_TID_MASK	((1u << 22) - 1)	/* pid_max is at most 2^22 */
 #define NL_SLOT_SHIFT	22			/* 7 bits: slot + 1 <= 64 */
 extern uint64_t fork_gen;
-void named_tid_read(uint64_t gen);
-
-/*
- * named_tls is read and written by name below, never through a pointer:
- * GCC 12 with -fsanitize=undefined tests a pointer to an initial-exec
- * thread-local for null with the flags of another comparison, and
- * reports a null access where there is none.
- */
+void named_tid_read(struct named_tls *t, uint64_t gen);
 
 /* this thread's word for a lock of a named pool where its process has slot
  * + 1 slot1: its id (cached: a fork() child is a new thread, fork.c counts
  * forks) and slot1 */
-static inline uint32_t named_word(uint8_t slot1)
+static inline uint32_t named_word(struct named_tls *t, uint8_t slot1)
 {
 	uint64_t gen = HKV_LOAD(&fork_gen) + 1;
 
-	if (unlikely(named_tls.tid_gen != gen))
-		named_tid_read(gen);
-	return named_tls.tid | (uint32_t)slot1 << NL_SLOT_SHIFT;
+	if (unlikely(t->tid_gen != gen))
+		named_tid_read(t, gen);
+	return t->tid | (uint32_t)slot1 << NL_SLOT_SHIFT;
 }
 
 /* this thread's holds: the first routes its bookkeeping to the file's heap
  * and names its process in the owner bytes it writes */
-static inline void named_hold_enter(struct shheap *heap, uint8_t slot1)
+static inline void named_hold_enter(struct named_tls *t, struct shheap *heap, uint8_t slot1)
 {
-	if (named_tls.depth++ == 0) {
-		named_tls.before = named_tls.heap;
-		named_tls.heap = heap;
-		named_tls.owner = slot1;
+	if (t->depth++ == 0) {
+		t->before = t->heap;
+		t->heap = heap;
+		t->owner = slot1;
 	}
 }
 
-static inline void named_hold_leave(void)
+static inline void named_hold_leave(struct named_tls *t)
 {
-	if (--named_tls.depth == 0)
-		named_tls.heap = named_tls.before;
+	if (--t->depth == 0)
+		t->heap = t->before;
 }
 
 /* ---- extent.c: free-extent index of one lane (its own header: extent.h) -
@@ -1140,8 +1133,9 @@ int named_pins_split(struct hkv_pool *pool, uint64_t unit, uint64_t new_unit);
 static __always_inline int named_lane_call_biased(struct hkv_pool *pool, struct lane *l,
 						  lane_fn fn, struct lane_call *c)
 {
+	struct named_tls *t = &named_tls;
 	uint8_t slot1 = (uint8_t)(pool->named->slot + 1);
-	uint32_t me = named_word(slot1);
+	uint32_t me = named_word(t, slot1);
 	int ret;
 
 	if (likely((uint32_t)HKV_LOAD(&l->bias) == me)) {
@@ -1151,9 +1145,9 @@ static __always_inline int named_lane_call_biased(struct hkv_pool *pool, struct 
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* membarrier's side */
 		if (likely(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE) == 0 &&
 			   (uint32_t)HKV_LOAD(&l->bias) == me)) {
-			named_hold_enter(pool->named->heap, slot1);
+			named_hold_enter(t, pool->named->heap, slot1);
 			ret = fn(pool, l, c);
-			named_hold_leave();
+			named_hold_leave(t);
 			__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
 			return ret;
 		}

@@ -194,12 +194,18 @@ static bool holder_alive(const struct named_hdr *h, uint32_t w)
 /**
  * named_tid_read() - named_word() in a thread that has not read its id
  *	since the last fork()
+ * @t: the thread's named_tls
  * @gen: fork_gen + 1
  */
-void named_tid_read(uint64_t gen)
+void named_tid_read(struct named_tls *t, uint64_t gen)
 {
-	named_tls.tid = (uint32_t)gettid() & NL_TID_MASK;
-	named_tls.tid_gen = gen;
+	t->tid = (uint32_t)gettid() & NL_TID_MASK;
+	t->tid_gen = gen;
+}
+
+static inline uint32_t lock_word(struct named_tls *t, uint8_t slot1)
+{
+	return named_word(t, slot1);
 }
 
 /*
@@ -265,9 +271,14 @@ static inline uint32_t *lane_word(struct lane *l)
 	return (uint32_t *)&l->lock;
 }
 
-static inline void hold_enter(struct named_hdr *h, uint8_t slot1)
+static inline void hold_enter(struct named_tls *t, struct named_hdr *h, uint8_t slot1)
 {
-	named_hold_enter(&h->heap, slot1);
+	named_hold_enter(t, &h->heap, slot1);
+}
+
+static inline void hold_leave(struct named_tls *t)
+{
+	named_hold_leave(t);
 }
 
 /* may this process bias lanes? It registers for expedited global
@@ -376,18 +387,19 @@ static void recover_all(struct named_hdr *h, uint32_t me, bool locked, int why)
  */
 void named_lock(struct named_hdr *h)
 {
+	struct named_tls *t = &named_tls;
 	uint8_t slot1 = local_slot(h);
-	uint32_t me = named_word(slot1);
+	uint32_t me = lock_word(t, slot1);
 	bool dead = false;
 
 	if ((__atomic_load_n(&h->lock, __ATOMIC_RELAXED) & ~NL_WAITERS) == me) {
 		h->lock_depth++;	/* this thread holds it: only it writes it */
-		hold_enter(h, slot1);
+		hold_enter(t, h, slot1);
 		return;
 	}
 	dead = word_lock(h, &h->lock, me);
 	h->lock_depth = 1;
-	hold_enter(h, slot1);
+	hold_enter(t, h, slot1);
 	if (unlikely(dead || HKV_LOAD(&h->rebuild_due)))
 		recover_all(h, me, false, dead ? NAMED_RECOVER_DEAD : NAMED_RECOVER_SWEEP);
 }
@@ -398,7 +410,7 @@ void named_lock(struct named_hdr *h)
  */
 void named_unlock(struct named_hdr *h)
 {
-	named_hold_leave();
+	hold_leave(&named_tls);
 	if (--h->lock_depth == 0)
 		word_unlock(&h->lock);
 }
@@ -454,7 +466,7 @@ static void lane_settle(struct named_hdr *h, struct lane *l, uint32_t me, uint8_
 		p = __atomic_load_n(&h->lock, __ATOMIC_ACQUIRE) & ~NL_WAITERS;
 		if (p == me || !p || holder_alive(h, p)) {
 			/* nobody dead holds the pool lock: the lane alone */
-			hold_enter(h, slot1);
+			hold_enter(&named_tls, h, slot1);
 			HKV_LOAD(&named_recover_fn)(h, (int)(l - h->lanes));
 			HKV_STORE(&h->rebuild_due, 1);
 			return;
@@ -469,7 +481,7 @@ static void lane_settle(struct named_hdr *h, struct lane *l, uint32_t me, uint8_
 						    __ATOMIC_RELAXED) &&
 		       word_lock_slow(h, lane_word(l), me);
 	}
-	hold_enter(h, slot1);
+	hold_enter(&named_tls, h, slot1);
 }
 
 /**
@@ -483,7 +495,7 @@ void named_lane_lock(struct lane *l)
 {
 	struct named_hdr *h = l->named;
 	uint8_t slot1 = local_slot(h);
-	uint32_t me = named_word(slot1);
+	uint32_t me = lock_word(&named_tls, slot1);
 
 	lane_settle(h, l, me, slot1, word_lock(h, lane_word(l), me));
 }
@@ -494,7 +506,7 @@ void named_lane_lock(struct lane *l)
  */
 void named_lane_unlock(struct lane *l)
 {
-	named_hold_leave();
+	hold_leave(&named_tls);
 	word_unlock(lane_word(l));
 }
 
@@ -552,20 +564,21 @@ static inline void bins_map(struct hkv_pool *pool, struct lane *l)
 int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
 {
 	struct named_hdr *h = l->named;
+	struct named_tls *t = &named_tls;
 	uint8_t slot1 = (uint8_t)(pool->named->slot + 1);	/* local_slot(h), known */
-	uint32_t me = named_word(slot1), v = 0;
+	uint32_t me = lock_word(t, slot1), v = 0;
 	int ret;
 
 	if (likely(__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
 					       __ATOMIC_RELAXED)) &&
 	    likely(!HKV_LOAD(&l->bias)))
-		hold_enter(h, slot1);
+		hold_enter(t, h, slot1);
 	else
 		lane_settle(h, l, me, slot1, v && word_lock_slow(h, lane_word(l), me));
 	bins_map(pool, l);
 	ret = fn(pool, l, c);
 	bias_count(l, me);
-	named_hold_leave();
+	hold_leave(t);
 	word_unlock(lane_word(l));
 	return ret;
 }
