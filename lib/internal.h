@@ -333,12 +333,10 @@ void meta_release(void *p);			/* free() of the three above */
 /* the file heap this thread allocates from (NULL: malloc); returns the old one */
 struct shheap *meta_heap_swap(struct shheap *h);
 /* this thread's hold of named pools and where its bookkeeping goes: one
- * thread-local for all of it. Initial-exec: a named lane's call reads it
- * at a fixed offset from the thread pointer instead of calling
- * __tls_get_addr() (three calls per alloc or free, a third of what a named
- * call cost over a private one); a dlopen() of the library (Python) takes
- * its few bytes from the static TLS that glibc keeps spare for that
- * (glibc.rtld.optional_static_tls, 512 bytes). */
+ * thread-local for all of it, its address looked up once per lane call
+ * (__tls_get_addr() in the shared library). Not initial-exec: the
+ * library's thread-locals (2 KiB with the log's held messages) do not fit
+ * the static TLS that glibc keeps for a dlopen() (Python). */
 struct named_tls {
 	struct shheap *heap;	/* the file heap allocations go to, or NULL */
 	struct shheap *before;	/* heap before the outermost hold */
@@ -347,7 +345,7 @@ struct named_tls {
 	uint32_t tid;		/* gettid(), for the locks' words (named_lock.c) */
 	uint64_t tid_gen;	/* fork_gen + 1 when tid was read; 0: never */
 };
-extern __thread struct named_tls named_tls __attribute__((tls_model("initial-exec")));
+extern __thread struct named_tls named_tls;
 
 /* a named pool's lock word (named_lock.c): the holder's thread id, its
  * process slot + 1 above it */
@@ -1135,8 +1133,13 @@ static __always_inline int named_lane_call_biased(struct hkv_pool *pool, struct 
 {
 	struct named_tls *t = &named_tls;
 	uint8_t slot1 = (uint8_t)(pool->named->slot + 1);
-	uint32_t me = named_word(t, slot1);
+	uint32_t me;
 	int ret;
+
+	/* one look-up: hidden from the compiler, which would otherwise call
+	 * __tls_get_addr() again at each use rather than keep the address */
+	__asm__("" : "+r"(t));
+	me = named_word(t, slot1);
 
 	if (likely((uint32_t)HKV_LOAD(&l->bias) == me)) {
 		/* announce, then look: the lock word free (acquire: a revoker's

@@ -22,7 +22,7 @@
 #define META_HUGE_MIN	(META_HUGE / 2)	/* smaller arrays stay on the heap */
 
 /* the named pool's file heap this thread works in (heap), or NULL */
-__thread struct named_tls named_tls __attribute__((tls_model("initial-exec")));
+__thread struct named_tls named_tls;
 #define meta_heap	(named_tls.heap)
 
 /**
