@@ -333,7 +333,10 @@ void meta_release(void *p);			/* free() of the three above */
 /* the file heap this thread allocates from (NULL: malloc); returns the old one */
 struct shheap *meta_heap_swap(struct shheap *h);
 /* this thread's hold of named pools and where its bookkeeping goes: one
- * thread-local for all of it (one lookup per lock and unlock) */
+ * thread-local for all of it, its address looked up once per lane call
+ * (__tls_get_addr() in the shared library). Not initial-exec: the
+ * library's thread-locals (2 KiB with the log's held messages) do not fit
+ * the static TLS that glibc keeps for a dlopen() (Python). */
 struct named_tls {
 	struct shheap *heap;	/* the file heap allocations go to, or NULL */
 	struct shheap *before;	/* heap before the outermost hold */
@@ -343,6 +346,42 @@ struct named_tls {
 	uint64_t tid_gen;	/* fork_gen + 1 when tid was read; 0: never */
 };
 extern __thread struct named_tls named_tls;
+
+/* a named pool's lock word (named_lock.c): the holder's thread id, its
+ * process slot + 1 above it */
+#define NL_TID_MASK	((1u << 22) - 1)	/* pid_max is at most 2^22 */
+#define NL_SLOT_SHIFT	22			/* 7 bits: slot + 1 <= 64 */
+extern uint64_t fork_gen;
+void named_tid_read(struct named_tls *t, uint64_t gen);
+
+/* this thread's word for a lock of a named pool where its process has slot
+ * + 1 slot1: its id (cached: a fork() child is a new thread, fork.c counts
+ * forks) and slot1 */
+static inline uint32_t named_word(struct named_tls *t, uint8_t slot1)
+{
+	uint64_t gen = HKV_LOAD(&fork_gen) + 1;
+
+	if (unlikely(t->tid_gen != gen))
+		named_tid_read(t, gen);
+	return t->tid | (uint32_t)slot1 << NL_SLOT_SHIFT;
+}
+
+/* this thread's holds: the first routes its bookkeeping to the file's heap
+ * and names its process in the owner bytes it writes */
+static inline void named_hold_enter(struct named_tls *t, struct shheap *heap, uint8_t slot1)
+{
+	if (t->depth++ == 0) {
+		t->before = t->heap;
+		t->heap = heap;
+		t->owner = slot1;
+	}
+}
+
+static inline void named_hold_leave(struct named_tls *t)
+{
+	if (--t->depth == 0)
+		t->heap = t->before;
+}
 
 /* ---- extent.c: free-extent index of one lane (its own header: extent.h) -
  *
@@ -593,8 +632,14 @@ static inline int xi_set_owner(struct xindex *x, uint8_t *owner)
 /* a named pool's record of who holds [rel, +len): this process, or none */
 static __always_inline void xi_own(struct xindex *x, uint32_t rel, uint64_t len, bool held)
 {
-	if (unlikely(x->owner_off))
-		memset(xi_owner(x) + rel, held ? named_tls.owner : 0, len);
+	if (unlikely(x->owner_off)) {
+		uint8_t *o = xi_owner(x) + rel, v = held ? named_tls.owner : 0;
+
+		if (likely(len == 1))	/* no call for the common page */
+			*o = v;
+		else
+			memset(o, v, len);
+	}
 }
 
 /* the free extents in descending length, in groups of one length: treap
@@ -612,6 +657,8 @@ uint64_t xi_usable(const struct xindex *x, uint64_t r);
 /* free page ids in order into out (room for x->free_pages); returns count */
 uint64_t xi_free_ids(const struct xindex *x, uint64_t *out);
 size_t xi_metadata_bytes(const struct xindex *x);
+/* read one word per page of the bin bitmaps: mapped here (named pools) */
+void xi_map_bins(const struct xindex *x);
 
 /* ---- extent_tree.c: treap of free extents longer than nexact ----------- */
 void tree_insert(struct xindex *x, uint32_t id);
@@ -815,6 +862,8 @@ void lane_serve(struct lane *l, const struct lane_call *mine);
 int lane_call_slow(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call c);
 /* lane_call() of a named pool: fn under the lane's lock (named_lock.c) */
 int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c);
+static __always_inline int named_lane_call_biased(struct hkv_pool *pool, struct lane *l,
+						  lane_fn fn, struct lane_call *c);
 void lane_serve_biased(struct lane *l);
 void lane_bias_on(const struct hkv_pool *pool, struct lane *l);
 void lane_unbias(struct lane *l);
@@ -926,13 +975,8 @@ static inline __attribute__((always_inline)) int lane_call(struct hkv_pool *pool
 	int ret;
 
 	c->pool = pool;
-	if (unlikely(l->named)) {	/* its line is read anyway (defer) */
-		/* a copy: c's own address then escapes nowhere, and the
-		 * compiler keeps its fields in registers on the paths below */
-		struct lane_call nc = *c;
-
-		return named_lane_call(pool, l, fn, &nc);
-	}
+	if (unlikely(l->named))		/* its line is read anyway (defer) */
+		return named_lane_call_biased(pool, l, fn, c);
 	if (likely(lane_owned(l))) {
 		if (likely(HKV_LOAD(&l->bias))) {
 			/* announce, then look: the lock free (acquire: a
@@ -1055,6 +1099,11 @@ static inline uint64_t pool_free_pages(const struct hkv_pool *pool)
  * pool->named: this process's view of a named pool */
 struct named {
 	struct named_hdr *hdr;
+	struct shheap *heap;		/* the file's heap (in hdr) */
+	/* per lane: 1 once its bin bitmaps were mapped here (xi_map_bins(),
+	 * at the lane's first call under its lock in this process), written
+	 * under the lane's lock; NULL: never (no memory) */
+	uint8_t *bins_mapped;
 	int meta_fd, mem_fd;
 	unsigned slot;
 	hkv_evict_fn evict_fn;		/* this process's evict callback */
@@ -1077,6 +1126,49 @@ int named_check(struct hkv_pool *pool);
 /* named_pins.c: this process's pins, recorded (residency locked) */
 int named_pin_note(struct hkv_pool *pool, uint64_t unit, bool pin);
 int named_pins_split(struct hkv_pool *pool, uint64_t unit, uint64_t new_unit);
+
+/*
+ * lane_call() of a named lane biased to this thread, inline as a private
+ * lane's (named_lock.c has the protocol): the caller's lock word, the
+ * announcement in l->busy, the lock word seen free, the call under this
+ * thread's hold. Any other case: named_lane_call().
+ */
+static __always_inline int named_lane_call_biased(struct hkv_pool *pool, struct lane *l,
+						  lane_fn fn, struct lane_call *c)
+{
+	struct named_tls *t = &named_tls;
+	uint8_t slot1 = (uint8_t)(pool->named->slot + 1);
+	uint32_t me;
+	int ret;
+
+	/* one look-up: hidden from the compiler, which would otherwise call
+	 * __tls_get_addr() again at each use rather than keep the address */
+	__asm__("" : "+r"(t));
+	me = named_word(t, slot1);
+
+	if (likely((uint32_t)HKV_LOAD(&l->bias) == me)) {
+		/* announce, then look: the lock word free (acquire: a revoker's
+		 * release is seen with all it wrote) and the bias still ours */
+		HKV_STORE(&l->busy, 1);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* membarrier's side */
+		if (likely(__atomic_load_n(&l->lock, __ATOMIC_ACQUIRE) == 0 &&
+			   (uint32_t)HKV_LOAD(&l->bias) == me)) {
+			named_hold_enter(t, pool->named->heap, slot1);
+			ret = fn(pool, l, c);
+			named_hold_leave(t);
+			__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
+			return ret;
+		}
+		__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
+	}
+	{
+		/* a copy: c's own address then escapes nowhere, and the
+		 * compiler keeps its fields in registers on the path above */
+		struct lane_call nc = *c;
+
+		return named_lane_call(pool, l, fn, &nc);
+	}
+}
 
 /* ---- fork.c: pools do not survive fork() ---------------------------------
  * The arena is MADV_DONTFORK and lane locks may be held by threads the child

@@ -307,6 +307,7 @@ static void named_unmap(struct named *nm, struct named_hdr *h, uint64_t mem_len)
 	if (nm->meta_fd >= 0)
 		os->close(nm->meta_fd);
 	free(nm->arena);
+	free(nm->bins_mapped);
 	free(nm);
 }
 
@@ -422,6 +423,7 @@ static int create_files(struct hkv_pool *pool, struct named *nm, struct named_cr
 	}
 	h = (struct named_hdr *)(c->base + c->mem_len);
 	nm->hdr = h;
+	nm->heap = &h->heap;
 	memcpy(h->id.magic, NAMED_MAGIC, sizeof(h->id.magic));
 	h->id.layout = NAMED_LAYOUT;
 	h->id.meta_bytes = c->meta_len;
@@ -548,6 +550,7 @@ int named_create_finish(struct hkv_pool *pool, struct named_create_ctx *c, int e
 		goto undo;
 	named_local_set(h, (uint8_t)(nm->slot + 1), pool->id);
 	handle_fill(pool, h);
+	nm->bins_mapped = calloc(h->nlanes, 1);
 	nm->arena = arena_view(pool, h);
 	pool->arena = nm->arena;
 	pool->named = nm;
@@ -653,6 +656,7 @@ int named_attach(struct hkv_pool *pool, const char *name)
 		}
 	}
 	nm->hdr = h;
+	nm->heap = &h->heap;
 	named_lock_all(h);	/* a reap rebuilds every lane */
 	named_reap(h);
 	err = slot_take(h, &nm->slot);
@@ -664,6 +668,7 @@ int named_attach(struct hkv_pool *pool, const char *name)
 		return err;
 	}
 	handle_fill(pool, h);
+	nm->bins_mapped = calloc(h->nlanes, 1);
 	nm->arena = arena_view(pool, h);
 	pool->arena = nm->arena;
 	pool->named = nm;
@@ -693,6 +698,7 @@ void named_detach(struct hkv_pool *pool)
 
 	if (pool_forked(pool)) {	/* nothing of it is mapped here */
 		free(nm->arena);
+		free(nm->bins_mapped);
 		free(nm);
 		free(pool);
 		return;

@@ -53,8 +53,6 @@
 
 #include "named.h"
 
-#define NL_TID_MASK	((1u << 22) - 1)	/* pid_max is at most 2^22 */
-#define NL_SLOT_SHIFT	22			/* 7 bits: slot + 1 <= 64 */
 #define NL_WAITERS	(1u << 30)
 #define NL_SPIN		100			/* pauses before a waiter sleeps */
 #define NL_LOOK_NS	(5ull * 1000 * 1000)	/* a sleeper looks at the holder */
@@ -193,17 +191,21 @@ static bool holder_alive(const struct named_hdr *h, uint32_t w)
 	return task_look(pid, tid, &ignored) != 0;	/* unreadable: alive */
 }
 
-/* this thread's word for a lock of h: its id (cached: a fork() child is a
- * new thread, fork.c counts forks) and its slot + 1 */
+/**
+ * named_tid_read() - named_word() in a thread that has not read its id
+ *	since the last fork()
+ * @t: the thread's named_tls
+ * @gen: fork_gen + 1
+ */
+void named_tid_read(struct named_tls *t, uint64_t gen)
+{
+	t->tid = (uint32_t)gettid() & NL_TID_MASK;
+	t->tid_gen = gen;
+}
+
 static inline uint32_t lock_word(struct named_tls *t, uint8_t slot1)
 {
-	uint64_t gen = HKV_LOAD(&fork_gen) + 1;
-
-	if (unlikely(t->tid_gen != gen)) {
-		t->tid = (uint32_t)gettid() & NL_TID_MASK;
-		t->tid_gen = gen;
-	}
-	return t->tid | (uint32_t)slot1 << NL_SLOT_SHIFT;
+	return named_word(t, slot1);
 }
 
 /*
@@ -269,20 +271,14 @@ static inline uint32_t *lane_word(struct lane *l)
 	return (uint32_t *)&l->lock;
 }
 
-/* this thread's holds: the first routes its bookkeeping to the file's heap */
 static inline void hold_enter(struct named_tls *t, struct named_hdr *h, uint8_t slot1)
 {
-	if (t->depth++ == 0) {
-		t->before = t->heap;
-		t->heap = &h->heap;
-		t->owner = slot1;
-	}
+	named_hold_enter(t, &h->heap, slot1);
 }
 
 static inline void hold_leave(struct named_tls *t)
 {
-	if (--t->depth == 0)
-		t->heap = t->before;
+	named_hold_leave(t);
 }
 
 /* may this process bias lanes? It registers for expedited global
@@ -304,13 +300,17 @@ static bool bias_allowed(void)
 }
 
 /* a call under the lane's lock ended: its holder had the lane to itself
- * long enough, so the lane is biased to it (the lock still held) */
+ * long enough, so the lane is biased to it (the lock still held); its bin
+ * bitmaps mapped here first (xi_map_bins(): a lane repaired since this
+ * process attached has new ones) */
 static inline void bias_count(struct lane *l, uint32_t me)
 {
 	if (unlikely(++l->quiet >= LANE_BIAS_AFTER)) {
 		l->quiet = 0;
-		if (bias_allowed())
+		if (bias_allowed()) {
+			xi_map_bins(&l->xi);
 			HKV_STORE(&l->bias, (int)me);
+		}
 	}
 }
 
@@ -533,8 +533,27 @@ void named_cb_leave(const struct named_tls *save)
 	named_tls = *save;
 }
 
+/*
+ * The lane's bin bitmaps mapped in this process before its first call
+ * here under the lane's lock: the frees prefetch them (xi_map_bins()).
+ * Not at attach: that would map every lane's (1.5 ms for 3.5 M pages
+ * where a fault costs 3.5 us), and a process uses few of the lanes.
+ */
+static inline void bins_map(struct hkv_pool *pool, struct lane *l)
+{
+	uint8_t *done = pool->named->bins_mapped;
+	size_t i = (size_t)(l - l->named->lanes);
+
+	if (unlikely(done && !done[i])) {
+		xi_map_bins(&l->xi);
+		done[i] = 1;
+	}
+}
+
 /**
- * named_lane_call() - lane_call() of a named pool
+ * named_lane_call() - lane_call() of a named pool, when the lane is not
+ *	biased to this thread (named_lane_call_biased() ran the call
+ *	otherwise)
  * @pool: the pool
  * @l: the lane
  * @fn: the call
@@ -545,32 +564,18 @@ void named_cb_leave(const struct named_tls *save)
 int named_lane_call(struct hkv_pool *pool, struct lane *l, lane_fn fn, struct lane_call *c)
 {
 	struct named_hdr *h = l->named;
-	struct named_tls *t = &named_tls;	/* one look-up for the lock and unlock */
+	struct named_tls *t = &named_tls;
 	uint8_t slot1 = (uint8_t)(pool->named->slot + 1);	/* local_slot(h), known */
 	uint32_t me = lock_word(t, slot1), v = 0;
 	int ret;
 
-	if (likely((uint32_t)HKV_LOAD(&l->bias) == me)) {
-		/* announce, then look: the lock word free (acquire: a revoker's
-		 * release is seen with all it wrote) and the bias still ours */
-		HKV_STORE(&l->busy, 1);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* membarrier's side */
-		if (likely(__atomic_load_n(lane_word(l), __ATOMIC_ACQUIRE) == 0 &&
-			   (uint32_t)HKV_LOAD(&l->bias) == me)) {
-			hold_enter(t, h, slot1);
-			ret = fn(pool, l, c);
-			hold_leave(t);
-			__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
-			return ret;
-		}
-		__atomic_store_n(&l->busy, 0, __ATOMIC_RELEASE);
-	}
 	if (likely(__atomic_compare_exchange_n(lane_word(l), &v, me, false, __ATOMIC_ACQUIRE,
 					       __ATOMIC_RELAXED)) &&
 	    likely(!HKV_LOAD(&l->bias)))
 		hold_enter(t, h, slot1);
 	else
 		lane_settle(h, l, me, slot1, v && word_lock_slow(h, lane_word(l), me));
+	bins_map(pool, l);
 	ret = fn(pool, l, c);
 	bias_count(l, me);
 	hold_leave(t);
