@@ -151,6 +151,8 @@ int os_read_u64(const char *path, uint64_t *out);
 /* a /proc stat file's process: 1 runs (*start: its start time), 0 gone or
  * a zombie, -errno unreadable */
 int os_proc_stat(const char *path, uint64_t *start);
+/* a running process's start time; 0 gone, a zombie or unreadable */
+uint64_t os_proc_start(int pid);
 
 /* ---- log.c: messages to the log callback or stderr ---------------------- */
 enum { HKV_LOG_ERR, HKV_LOG_WARN, HKV_LOG_INFO, HKV_LOG_DEBUG };

@@ -210,7 +210,7 @@ static uint64_t realtime_ns(void)
 static int slot_take(struct named_hdr *h, unsigned *out)
 {
 	int pid = getpid();
-	uint64_t start = named_proc_start(pid);
+	uint64_t start = os_proc_start(pid);
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned i = 0; i < HKV_NAMED_SLOTS; i++) {

@@ -100,8 +100,6 @@ void named_lock_all(struct named_hdr *h);
 void named_unlock_all(struct named_hdr *h);
 /* is the slot's process alive (pid and start time)? */
 bool named_slot_alive(const struct named_slot *s);
-/* /proc/PID/stat start time of a process, 0 if gone */
-uint64_t named_proc_start(int pid);
 
 /* ---- named_pins.c ---- */
 bool named_pins_held(const struct named_hdr *h, uint64_t mask);

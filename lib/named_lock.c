@@ -118,24 +118,6 @@ static uint8_t local_slot(const struct named_hdr *h)
 }
 
 /**
- * named_proc_start() - a process's start time
- * @pid: the process
- *
- * Return: field 22 of /proc/PID/stat (clock ticks since boot), 0 if the
- * process is gone (or a zombie: it runs no more calls).
- */
-uint64_t named_proc_start(int pid)
-{
-	char path[64];
-	uint64_t start = 0;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	return os_proc_stat(path, &start) == 1 ? start : 0;
-}
-
-/**
  * named_slot_alive() - is a slot's process still the one that attached?
  * @s: the slot
  *
@@ -145,7 +127,7 @@ bool named_slot_alive(const struct named_slot *s)
 {
 	int pid = HKV_LOAD(&s->pid);
 
-	return pid && named_proc_start(pid) == HKV_LOAD(&s->start);
+	return pid && os_proc_start(pid) == HKV_LOAD(&s->start);
 }
 
 /*

@@ -403,3 +403,21 @@ int os_proc_stat(const char *path, uint64_t *start)
 	*start = st;
 	return state == 'Z' || state == 'X' ? 0 : 1;
 }
+
+/**
+ * os_proc_start() - a running process's start time
+ * @pid: the process
+ *
+ * Return: field 22 of /proc/PID/stat (clock ticks since boot), 0 if the
+ * process is gone, a zombie (it runs no more calls) or cannot be read.
+ */
+uint64_t os_proc_start(int pid)
+{
+	char path[64];
+	uint64_t start = 0;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	return os_proc_stat(path, &start) == 1 ? start : 0;
+}

@@ -102,17 +102,6 @@ HKV_API int hkv_page_dir(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* field 22 of /proc/PID/stat: its start time in clock ticks after boot,
- * 0 when it is gone, a zombie or cannot be read */
-static uint64_t proc_start(int pid)
-{
-	char path[64];
-	uint64_t start = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	return os_proc_stat(path, &start) == 1 ? start : 0;
-}
-
 /* make the directory (or accept it): ours, not writable by others */
 static int page_mkdir(const char *dir)
 {
@@ -157,7 +146,7 @@ static void page_header(struct page_hdr *h, const struct hkv_pool *pool, uint64_
 	h->stats_bytes = sizeof(struct hkv_stats);
 	h->xfer_bytes = sizeof(struct hkv_page_xfer);
 	h->pid = (int32_t)getpid();
-	h->pid_start = proc_start(h->pid);
+	h->pid_start = os_proc_start(h->pid);
 	h->pool_id = pool->id;
 	h->created_ns = realtime_ns();
 	h->interval_ns = interval;
