@@ -489,9 +489,10 @@ HKV_API int hkv_pool_plan(const struct hkv_pool_opts *opts, struct hkv_plan *pla
  * @max_ext: room in @ext
  *
  * Takes one best-fit extent when a free extent of at least @npages exists
- * (ties go to the lower address); otherwise whole extents largest-first and
- * a best-fit remainder: the fewest extents possible. Pages are carved from
- * the low end of the chosen extent.
+ * (ties go exactly to the lowest address, not only to the lowest region);
+ * otherwise whole extents largest-first and a best-fit remainder: the
+ * fewest extents possible. Pages are carved from the low end of the chosen
+ * extent.
  *
  * Return: number of extents, or -ENOMEM (not enough free pages, or, rarely,
  * the index could not grow its bookkeeping), -ENOSPC
