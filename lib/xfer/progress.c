@@ -50,6 +50,18 @@ static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
 	case XF_AM_DONE:
 		xf_on_done(p, m->data, m->len);
 		break;
+	case XF_AM_CMA_OFFER:
+		xf_on_cma_offer(p, m->data, m->len);
+		break;
+	case XF_AM_CMA_ACK:
+		xf_on_cma_ack(p, m->data, m->len);
+		break;
+	case XF_AM_CMA_REQ:
+		xf_on_cma_req(p, m->data, m->len);
+		break;
+	case XF_AM_CMA_REP:
+		xf_on_cma_rep(p, m->data, m->len);
+		break;
 	default:
 		xf_log(0, "peer %llu: malformed control message: connection closed",
 		       (unsigned long long)p->id);

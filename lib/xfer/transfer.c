@@ -217,6 +217,8 @@ void xf_on_grant_rep(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		return;
 	}
 	tx->granted = true;
+	/* the path of every operation of the transfer, fixed here */
+	tx->cma = p->cma_out;
 	tx->t_grant = xf_now_ns();
 	tx->state = XF_TX_DATA;
 }
@@ -232,7 +234,10 @@ void xf_tx_issue(struct hkv_xfer *x)
 	for (tx = x->txs; tx && x->inflight < x->max_inflight; tx = tx->next)
 		while (tx->state == XF_TX_DATA && !tx->result && tx->next_op < tx->nops &&
 		       tx->peer->state == XF_PEER_READY && x->inflight < x->max_inflight) {
-			xf_op_post_am(x, tx);
+			if (tx->cma)
+				xf_op_post_cma(x, tx);
+			else
+				xf_op_post_am(x, tx);
 		}
 }
 
@@ -333,8 +338,10 @@ void xf_tx_fail_peer(struct hkv_xfer_peer *p, int err)
 			continue;
 		if (!tx->result)
 			tx->result = err;
-		/* gets whose answer never came: nothing holds them */
-		if (tx->op == HKV_XFER_OP_GET && tx->state == XF_TX_DATA)
+		/* gets, and single-copy operations, whose answer never came:
+		 * nothing of UCX holds them (the target starts no copy past
+		 * the transfer's deadline, and none for a peer it saw fail) */
+		if ((tx->op == HKV_XFER_OP_GET || tx->cma) && tx->state == XF_TX_DATA)
 			for (i = 0; i < tx->next_op; i++)
 				if (!tx->ops[i].landed) {
 					tx->ops[i].landed = true;
