@@ -20,6 +20,11 @@
  */
 #include "internal.h"
 
+/* this library's probe semaphores (bpf/hugekv_probes.h, rows XFER), in
+ * the highest file with a probe site (xfer_copy here; transfer.c, below,
+ * fires xfer_submit and xfer_done) */
+HKV_PROBE_SEMAPHORES(XFER)
+
 struct xf_get_send {
 	struct xf_grant *g;
 	struct xf_wire_data hdr;

@@ -10,10 +10,6 @@
  */
 #include "internal.h"
 
-/* this library's probe semaphores (bpf/hugekv_probes.h, rows XFER), next
- * to the only probe sites */
-HKV_PROBE_SEMAPHORES(XFER)
-
 static const struct hkv_xfer_req *req_ok(const struct hkv_xfer_req *req)
 {
 	return req && req->sz >= sizeof(*req) ? req : NULL;
