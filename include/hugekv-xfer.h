@@ -101,8 +101,11 @@
  *     it grants the target nothing it did not have;
  *   - the target copies only into a process the kernel proved: the pid an
  *     initiator offers must hold this connection's socket (its inode in
- *     /proc/net/tcp, found in /proc/PID/fd), be pinned by a pidfd that
- *     still lives before every copy (a reused pid is never written), share
+ *     /proc/net/tcp, found in /proc/PID/fd), be pinned by a pidfd found
+ *     alive right before every copy (a pid reused after the initiator
+ *     exited is refused; what remains is the instant between that check
+ *     and the syscall, in which the initiator would have to exit, be
+ *     reaped and its pid be taken by a process the target may write), share
  *     the target's time namespace, and let the target read a random token
  *     at the address it named; a peer that claims another process's pid
  *     is refused and stays two-sided. Only peers that authenticated (key

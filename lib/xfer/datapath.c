@@ -395,6 +395,7 @@ void xf_on_cma_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		xf_peer_error(p, -EPROTO);
 		goto out;
 	}
+	g->cma = true;
 	/* the initiator gives its buffers back at its deadline: no copy starts
 	 * near it (one clock: offer_check() required the same time namespace) */
 	if (xf_now_ns() + XF_CMA_MARGIN_NS >= rq->deadline_ns)

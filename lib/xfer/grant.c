@@ -174,8 +174,9 @@ void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len)
 			p->x->grants_closing++;
 			if (!g->result)
 				g->result = rl->result > 0 ? -EIO : rl->result;
-			/* two-sided put: every byte must have come before RELEASE */
-			if (!g->result && rl->nops && g->op == HKV_XFER_OP_PUT)
+			/* two-sided put: every byte must have come before RELEASE;
+			 * a single-copy put knew it at each CMA_REP (no DONE) */
+			if (!g->result && rl->nops && g->op == HKV_XFER_OP_PUT && !g->cma)
 				g->answer = true;	/* the initiator waits for DONE */
 			return;
 		}
@@ -213,8 +214,9 @@ static void grant_finish(struct hkv_xfer_peer *p, struct xf_grant *g)
 	bool answer = g->answer;
 	int result = g->result;
 
-	if (answer && !result && g->bytes_done != g->bytes_expected)
-		result = -EIO;		/* a put that lost bytes */
+	if ((answer || (g->cma && g->op == HKV_XFER_OP_PUT)) && !result &&
+	    g->bytes_done != g->bytes_expected)
+		result = -EIO;		/* a put that lost bytes (or skipped runs) */
 	if (answer && p->state == XF_PEER_READY) {
 		struct xf_wire_result d = { .id = g->id, .result = result };
 		int err;

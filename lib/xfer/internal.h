@@ -135,6 +135,7 @@ struct xf_grant {
 	unsigned pending;
 	uint64_t bytes_done, bytes_expected, deadline, mem, pages;
 	bool released, ended, answer;	/* answer: a two-sided put, send DONE */
+	bool cma;			/* served by single copy: no DONE */
 	int result;			/* RELEASE's result, or the failure */
 };
 

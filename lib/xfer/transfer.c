@@ -277,8 +277,9 @@ static bool tx_step(struct hkv_xfer *x, struct xf_tx *tx)
 		return tx->result ? (tx_end(x, tx), true) : false;
 	if (tx->state == XF_TX_DATA && tx->inflight == 0 &&
 	    (tx->result || tx->next_op == tx->nops)) {
-		if (!tx->result && tx->op == HKV_XFER_OP_PUT) {
-			/* a put is done when the target says it has every byte */
+		if (!tx->result && tx->op == HKV_XFER_OP_PUT && !tx->cma) {
+			/* a put is done when the target says it has every byte
+			 * (single copy: each CMA_REP said so for its runs) */
 			release(tx);
 			tx->wait_done = tx->released;
 			tx->state = XF_TX_DONE_WAIT;
