@@ -471,6 +471,7 @@ void xf_op_post_cma(struct hkv_xfer *x, struct xf_tx *tx)
 	tx->next_op += n;
 	tx->inflight += n;
 	x->inflight += n;
+	x->cma_inflight += n;
 	if (x->inflight > x->st.max_ops_inflight)
 		x->st.max_ops_inflight = x->inflight;
 	if (x->inflight > tx->peer->st.max_ops_inflight)
@@ -504,6 +505,7 @@ void xf_on_cma_rep(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		tx->ops[i].landed = true;
 		op_landed(p->x, tx, 0);
 	}
+	p->x->cma_inflight -= rep->n;
 	if (rep->result && !tx->result)
 		tx->result = rep->result > 0 ? -EIO : rep->result;
 }

@@ -238,6 +238,7 @@ struct hkv_xfer {
 	struct xf_msg *inbox, **inbox_tail;
 	struct xf_tx *txs;		/* all transfers not yet collected */
 	unsigned inflight, max_inflight, max_grants, flags, pending_sends;
+	unsigned cma_inflight;		/* of inflight: the peers copy them */
 	unsigned grants_closing;	/* released or failed, not yet ended */
 	int timeout_ms, grant_timeout_ms;
 	uint64_t reg_chunk_bytes, max_grant_mem, max_grant_mem_all;

@@ -13,6 +13,7 @@
 #include "internal.h"
 
 #define XF_IDLE_SPINS	4096	/* empty progress calls before a wait backs off */
+#define XF_CMA_SPINS	64	/* the same, while only peers' copies are in flight */
 
 /* a control message to its handler, the top of every layer below */
 static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
@@ -192,7 +193,15 @@ static int test_all(struct hkv_xfer *x, int *first_err)
 
 static void idle(struct hkv_xfer *x, unsigned *spins)
 {
-	if (x->flags & HKV_XFER_NO_WAIT_IDLE || ++*spins < XF_IDLE_SPINS)
+	if (x->flags & HKV_XFER_NO_WAIT_IDLE)
+		return;
+	/* every operation in flight is a peer's copy (single copy): nothing
+	 * to do here but let the peer run, on this CPU if it shares it */
+	if (x->cma_inflight && x->cma_inflight == x->inflight && ++*spins >= XF_CMA_SPINS) {
+		sched_yield();
+		return;
+	}
+	if (++*spins < XF_IDLE_SPINS)
 		return;
 	if (*spins < 4 * XF_IDLE_SPINS) {
 		sched_yield();

@@ -344,6 +344,7 @@ void xf_tx_fail_peer(struct hkv_xfer_peer *p, int err)
 					tx->ops[i].landed = true;
 					tx->inflight--;
 					p->x->inflight--;
+					p->x->cma_inflight -= tx->cma;
 				}
 	}
 }
