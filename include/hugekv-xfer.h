@@ -124,7 +124,10 @@
  * side, or HUGEKV_XFER_CMA=off in its environment, turns the path off
  * (HUGEKV_XFER_CMA=fail makes the probe fail as if the kernel refused, and
  * HUGEKV_XFER_CMA_PID=N offers pid N: for tests). hkv_xfer_connect()
- * returns once the listener answered this side's offer; @cma_out and
+ * returns once the listener answered this side's offer; a copy of 4 MiB
+ * or more is split across helper threads of the target (one per online
+ * CPU but one, at most 7; HUGEKV_XFER_CMA_THREADS=N sets N, 0 none),
+ * started at the first such copy and joined by hkv_xfer_destroy(); @cma_out and
  * @cma_in of struct hkv_xfer_stats say which path each peer takes.
  *
  * WHO IS A PEER. Every endpoint has a keyring, given by the operator

@@ -312,6 +312,7 @@ HKV_API void hkv_xfer_destroy(struct hkv_xfer *x)
 		free(p);
 	}
 	xf_inbox_free(x);
+	xf_cma_workers_stop(x);
 	xf_reg_destroy(x);
 	xf_keys_free(x);
 	ucp_worker_destroy(x->worker);

@@ -26,7 +26,8 @@
  * the peer in the next progress step.
  *
  * An endpoint and everything hanging off it is used by one thread at a
- * time, so nothing here takes a lock. UCX callbacks only record what
+ * time, so nothing here takes a lock (but cma.c's hand-off to its copy
+ * helpers, which touch only the iovecs of one copy). UCX callbacks only record what
  * happened (counters, the inbox); all decisions and every user callback run
  * from hkv_xfer_progress() after ucp_worker_progress() returns.
  */
@@ -248,6 +249,8 @@ struct hkv_xfer {
 	bool metrics_dirty;		/* grant figures changed since the last publication */
 	int cma_mode;			/* XF_CMA_*: single copy on, off, failing (tests) */
 	int cma_claim_pid;		/* tests: the pid offered (0 = ours) */
+	struct xf_cma_workers *cma_workers;	/* copy helpers (cma.c), or NULL */
+	bool cma_no_workers;		/* none wanted, or none could start */
 	struct xf_stats st;
 };
 
@@ -353,6 +356,7 @@ void xf_on_cma_ack(struct hkv_xfer_peer *p, const void *buf, size_t len);
 int xf_cma_copy(struct hkv_xfer_peer *p, bool put, const struct iovec *local,
 		const struct iovec *remote, unsigned n, uint64_t bytes);
 void xf_cma_close(struct hkv_xfer_peer *p);
+void xf_cma_workers_stop(struct hkv_xfer *x);
 
 /* ---- conn.c ------------------------------------------------------------- */
 

@@ -1145,29 +1145,33 @@ static void case_cma_liar(void)
  */
 static void case_cma_fault(void)
 {
-	struct hkv_extent l = { 0, 32 }, r = { 100, 32 };
+	struct hkv_extent l = { 0, 96 }, r = { 100, 96 };
 	struct side s;
-	char *base;
+	char *base, *bad;
 
 	side_open(&s, 0, 0);
 	CHECK_EQ(peer_stats(&s).cma_out, 1);
-	CHECK_EQ(hkv_alloc(s.pool, 32, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(hkv_alloc(s.pool, 96, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
 	CHECK_EQ(l.start, 0);
 	base = hkv_page_ptr(s.pool, 0);
-	CHECK(((uintptr_t)base & ((2u << 20) - 1)) == 0);	/* a whole hugepage */
+	/* the last 2 MiB hugepage of a 6 MiB copy: the target splits it across
+	 * its copy helpers, one part fails */
+	bad = base + 64 * PB;
+	CHECK(((uintptr_t)bad & ((2u << 20) - 1)) == 0);
 	fill(s.pool, &l, 1, 0xfa17);
-	CHECK_EQ(mprotect(base, 32 * PB, PROT_NONE), 0);
+	CHECK_EQ(mprotect(bad, 32 * PB, PROT_NONE), 0);
 	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EFAULT);
-	CHECK_EQ(mprotect(base, 32 * PB, PROT_READ), 0);
+	CHECK_EQ(mprotect(bad, 32 * PB, PROT_READ), 0);
 	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), -EFAULT);
-	CHECK_EQ(mprotect(base, 32 * PB, PROT_READ | PROT_WRITE), 0);
+	CHECK_EQ(mprotect(bad, 32 * PB, PROT_READ | PROT_WRITE), 0);
 	CHECK_EQ(hkv_xfer_peer_error(s.peer), 0);		/* the connection lives */
 	CHECK_EQ(peer_stats(&s).failures, 2);
 	/* the target serves on: bytes right both ways */
+	fill(s.pool, &l, 1, 0xfa18);
 	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
-	memset(base, 0, 32 * PB);
+	memset(base, 0, 96 * PB);
 	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), 0);
-	CHECK_EQ(bad_pages(s.pool, &l, 1, 0xfa17), 0);
+	CHECK_EQ(bad_pages(s.pool, &l, 1, 0xfa18), 0);
 	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
 	side_close(&s);
 }
