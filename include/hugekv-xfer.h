@@ -199,6 +199,9 @@
  *              @max_inflight / 4 runs (target pages, the initiator's own
  *              address); the target checks them against the grant as
  *              DATA, copies, and answers CMA_REP (id, runs, 0 or -errno).
+ *              A put completes on its last CMA_REP (every byte is in
+ *              place: the target copied before answering; no DONE); its
+ *              RELEASE ends the grant (END) before the peer's next request.
  *   RELEASE    initiator -> target: id, result, operations sent. The target
  *              ends the grant once no receive or send uses its pages any
  *              more and calls its access callback with HKV_XFER_ACCESS_END
