@@ -196,9 +196,12 @@ static void idle(struct hkv_xfer *x, unsigned *spins)
 	if (x->flags & HKV_XFER_NO_WAIT_IDLE)
 		return;
 	/* every operation in flight is a peer's copy (single copy): nothing
-	 * to do here but let the peer run, on this CPU if it shares it */
+	 * to do here but leave the CPUs to the peer's copying threads (a
+	 * copy of a run takes milliseconds; a yield would keep competing) */
 	if (x->cma_inflight && x->cma_inflight == x->inflight && ++*spins >= XF_CMA_SPINS) {
-		sched_yield();
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
 		return;
 	}
 	if (++*spins < XF_IDLE_SPINS)
