@@ -54,7 +54,11 @@
 	  (U, ops), (U, bytes))							\
 	/* a transfer ended (result: 0 or -errno; ns since its submission) */	\
 	X(XFER, xfer_done, XFER_DONE, (U, pool), (U, peer), (U, ops),		\
-	  (U, bytes), (S, result), (U, ns))
+	  (U, bytes), (S, result), (U, ns))					\
+	/* the target served a single-copy request (op: HKV_XFER_OP_*;	\
+	 * runs: process_vm_* iovecs; result: 0 or -errno) */			\
+	X(XFER, xfer_copy, XFER_COPY, (U, pool), (U, peer), (U, op),		\
+	  (U, runs), (U, bytes), (S, result))
 
 /* the libraries, as HKV_PROBE_LIB_* values */
 enum hkv_probe_lib { HKV_PROBE_LIB_CORE, HKV_PROBE_LIB_XFER };

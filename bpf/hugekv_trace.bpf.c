@@ -310,6 +310,12 @@ HKV_ON(xfer_done)
 	return 0;
 }
 
+HKV_ON(xfer_copy)
+{
+	count(HKV_P_XFER_COPY);
+	return 0;
+}
+
 /* hkv_<name>: read the probe's arguments (bpf_usdt_arg) into its struct */
 #define HKV_READ_ARG_(i, arg) \
 	if (bpf_usdt_arg(ctx, i, &v) == 0) \

@@ -80,6 +80,56 @@
  * answers it: a listener's endpoint on shared memory may not carry a
  * message before the client's first one has arrived.
  *
+ * SINGLE COPY ON ONE HOST. Between two processes of one host the target
+ * moves the bytes itself with the kernel's cross-memory attach: a put is
+ * process_vm_readv from the initiator's buffers into the granted pages, a
+ * get process_vm_writev from the granted pages into the initiator's
+ * buffers; one copy per byte where shared memory through UCX makes two
+ * (into the receiver's segment and out of it), and the copying is the
+ * target's. Who trusts whom, exactly:
+ *   - the target exposes nothing more: no address of its pool leaves it,
+ *     the initiator names only its own buffers, and every run is checked
+ *     against a live grant of that peer before a byte moves (outside it:
+ *     the connection closes, -EPROTO, as for DATA); grants, deadlines,
+ *     limits and pins are those of the two-sided path;
+ *   - the initiator lets the target read and write the buffers it named
+ *     in its requests (its pool pages of the transfer) until the transfer
+ *     ends: the target copies into a get's buffers and out of a put's.
+ *     The kernel allows this only where the target could ptrace the
+ *     initiator anyway (same uid, no Yama restriction, dumpable; this
+ *     library never calls PR_SET_PTRACER or changes those settings), so
+ *     it grants the target nothing it did not have;
+ *   - the target copies only into a process the kernel proved: the pid an
+ *     initiator offers must hold this connection's socket (its inode in
+ *     /proc/net/tcp, found in /proc/PID/fd), be pinned by a pidfd found
+ *     alive right before every copy (a pid reused after the initiator
+ *     exited is refused; what remains is the instant between that check
+ *     and the syscall, in which the initiator would have to exit, be
+ *     reaped and its pid be taken by a process the target may write), share
+ *     the target's time namespace, and let the target read a random token
+ *     at the address it named; a peer that claims another process's pid
+ *     is refused and stays two-sided. Only peers that authenticated (key
+ *     or uid, below) offer;
+ *   - a copy that fails (an initiator buffer not mapped or not writable,
+ *     the initiator gone) fails that transfer with -EFAULT or -ESRCH, never
+ *     the target: granted pages may hold part of a failed put, no other
+ *     page is touched. The target starts no copy within 100 ms of the
+ *     transfer's deadline (the initiator's CLOCK_MONOTONIC, one host), so a
+ *     timed-out initiator's buffers are not written after it gave them
+ *     back.
+ * A peer in another network, pid or time namespace, on another host, or
+ * that the kernel will not let the target copy to (EPERM, ENOSYS) is
+ * refused at the offer (counted in @cma_refused) and its transfers use
+ * DATA and GET_REQ as before, transparently. HKV_XFER_NO_CMA on either
+ * side, or HUGEKV_XFER_CMA=off in its environment, turns the path off
+ * (HUGEKV_XFER_CMA=fail makes the probe fail as if the kernel refused, and
+ * HUGEKV_XFER_CMA_PID=N offers pid N: for tests). hkv_xfer_connect()
+ * returns once the listener answered this side's offer; a copy of 4 MiB
+ * or more is split across helper threads of the target (one per online
+ * CPU but one, at most 7; HUGEKV_XFER_CMA_THREADS=N sets N, 0 none),
+ * started at the first such copy and joined by hkv_xfer_destroy(); @cma_out and
+ * @cma_in of struct hkv_xfer_stats say which path each peer takes.
+ *
  * WHO IS A PEER. Every endpoint has a keyring, given by the operator
  * (@key or @key_file of struct hkv_xfer_opts, else the file named by
  * $HUGEKV_XFER_KEY_FILE, else $HUGEKV_XFER_KEY; never on a command line):
@@ -140,6 +190,18 @@
  *              against the grant and receives straight into its pages
  *              (rendezvous where the transport has it); a get is a GET_REQ
  *              the target checks and answers with GET_REP from its pages.
+ *   CMA_OFFER  both sides, once, after AUTH (single copy, below): pid,
+ *              the address and value of a random token.
+ *   CMA_ACK    the answer: 0 (the sender of the offer may send CMA_REQ)
+ *              or -errno (it stays on DATA and GET_REQ).
+ *   CMA_REQ    instead of DATA / GET_REQ, from a peer whose offer was
+ *              answered 0: id, put/get, the transfer's deadline, up to
+ *              @max_inflight / 4 runs (target pages, the initiator's own
+ *              address); the target checks them against the grant as
+ *              DATA, copies, and answers CMA_REP (id, runs, 0 or -errno).
+ *              A put completes on its last CMA_REP (every byte is in
+ *              place: the target copied before answering; no DONE); its
+ *              RELEASE ends the grant (END) before the peer's next request.
  *   RELEASE    initiator -> target: id, result, operations sent. The target
  *              ends the grant once no receive or send uses its pages any
  *              more and calls its access callback with HKV_XFER_ACCESS_END
@@ -172,7 +234,9 @@
  *
  * USDT probes (provider "hugekv"): xfer_submit(pool id, peer id, pages,
  * operations, bytes) after a transfer is accepted for submission, and
- * xfer_done(pool id, peer id, operations, bytes, result, ns) when it ends.
+ * xfer_done(pool id, peer id, operations, bytes, result, ns) when it ends;
+ * xfer_copy(pool id, peer id, op, runs, bytes, result) after each
+ * single-copy request the target served.
  */
 #ifndef HUGEKV_XFER_H
 #define HUGEKV_XFER_H
@@ -194,6 +258,7 @@ struct hkv_xfer_peer;
 #define HKV_XFER_RMA		(1u << 1)	/* one-sided: not offered (-EOPNOTSUPP) */
 #define HKV_XFER_SAME_UID	(1u << 2)	/* admit local peers of this uid (below) */
 #define HKV_XFER_SAME_HOST	(1u << 3)	/* large messages over shared memory (below) */
+#define HKV_XFER_NO_CMA		(1u << 4)	/* no single-copy path (below) */
 
 /* hkv_xfer_req.flags */
 #define HKV_XFER_PER_PAGE	(1u << 0)	/* one operation per page (comparison) */
@@ -218,8 +283,8 @@ struct hkv_xfer_peer;
  * @reg_chunk_bytes: split each region into ranges of at most this many
  *	bytes, rounded down to whole KV pages (0 = one per region); at most
  *	65536 ranges
- * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_SAME_UID, HKV_XFER_SAME_HOST
- *	(HKV_XFER_RMA is refused, see above)
+ * @flags: HKV_XFER_NO_WAIT_IDLE, HKV_XFER_SAME_UID, HKV_XFER_SAME_HOST,
+ *	HKV_XFER_NO_CMA (HKV_XFER_RMA is refused, see above)
  * @max_grants: grants one peer may hold on this endpoint at once (0 = 1024)
  * @name: this endpoint's name, proved to peers (NULL = $HUGEKV_XFER_NAME,
  *	or "hugekv"); at most 63 bytes, no blanks
@@ -340,6 +405,16 @@ struct hkv_xfer_slow {
  * @grant_bytes: their bytes
  * @peers_rejected: connections rejected because @max_peers were open
  *	(endpoint only)
+ * @cma_out: peers that copy for this endpoint's transfers (single copy;
+ *	for one peer: 1 or 0, the path its transfers take)
+ * @cma_in: peers this endpoint copies for (for one peer: 1 or 0)
+ * @cma_refused: single-copy offers this endpoint refused (pid not proved,
+ *	kernel refused the probe, turned off): those peers stay two-sided
+ * @cma_calls: process_vm_readv/writev calls this endpoint made as target
+ * @cma_runs: runs (operations) it copied
+ * @cma_bytes: bytes it copied
+ * @cma_faults: single-copy requests that failed (the peer's buffer not
+ *	mapped: -EFAULT; peer gone; past the deadline)
  */
 struct hkv_xfer_stats {
 	size_t sz;
@@ -354,6 +429,7 @@ struct hkv_xfer_stats {
 	uint64_t auth_failures, grants_expired, grants_over_limit;
 	uint64_t grant_mem, grant_mem_peak;
 	uint64_t grants_busy, grant_pages, grant_bytes, peers_rejected;
+	uint64_t cma_out, cma_in, cma_refused, cma_calls, cma_runs, cma_bytes, cma_faults;
 };
 
 /**

@@ -86,6 +86,7 @@ HKV_PROBE_LIST(HKV_SEMA_DECLARE_)
 #define hkv_probe_named_recover(...)	HKV_PROBE(named_recover, __VA_ARGS__)
 #define hkv_probe_xfer_submit(...)	HKV_PROBE(xfer_submit, __VA_ARGS__)
 #define hkv_probe_xfer_done(...)	HKV_PROBE(xfer_done, __VA_ARGS__)
+#define hkv_probe_xfer_copy(...)	HKV_PROBE(xfer_copy, __VA_ARGS__)
 
 /* evict reasons */
 enum { HKV_EVICT_WATERMARK = 1, HKV_EVICT_EXPLICIT = 2, HKV_EVICT_ALLOC = 3 };

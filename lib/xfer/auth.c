@@ -239,9 +239,20 @@ static bool proc_addr(const char *s, uint32_t *addr, unsigned *port)
 	return sscanf(s, "%8" SCNx32 ":%4x", addr, port) == 2;
 }
 
-/* the uid owning the socket at the peer's end of p's connection (IPv4,
- * this network namespace): -ENOENT when not found */
-static int peer_uid(const struct hkv_xfer_peer *p, unsigned long *uid)
+/**
+ * xf_peer_sock() - who owns the peer's end of p's TCP connection
+ * @p: the peer
+ * @uid: receives the socket's owner
+ * @inode: receives the socket's inode (it is "socket:[inode]" in the
+ *	/proc/PID/fd of every process that holds it)
+ *
+ * The kernel's table of this network namespace's TCP sockets
+ * (/proc/net/tcp, IPv4): the peer's socket is the one whose local end is
+ * our remote one and whose remote end is our local one.
+ *
+ * Return: 0, or -ENOENT (not found: another namespace or host, IPv6).
+ */
+int xf_peer_sock(const struct hkv_xfer_peer *p, unsigned long *uid, unsigned long *inode)
 {
 	ucp_ep_attr_t at = { .field_mask = UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR |
 					   UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR };
@@ -261,7 +272,8 @@ static int peer_uid(const struct hkv_xfer_peer *p, unsigned long *uid)
 		return -ENOENT;
 	while (err && fgets(line, sizeof(line), f))
 		/* the peer's socket: its local end is our remote one */
-		if (sscanf(line, " %*u: %31s %31s %*x %*s %*s %*s %lu", la, ra, uid) == 3 &&
+		if (sscanf(line, " %*u: %31s %31s %*x %*s %*s %*s %lu %*d %lu", la, ra, uid,
+			   inode) == 4 &&
 		    proc_addr(la, &laddr, &lport) && proc_addr(ra, &raddr, &rport) &&
 		    laddr == r->sin_addr.s_addr && lport == ntohs(r->sin_port) &&
 		    raddr == l->sin_addr.s_addr && rport == ntohs(l->sin_port))
@@ -273,11 +285,11 @@ static int peer_uid(const struct hkv_xfer_peer *p, unsigned long *uid)
 /* the peer's claim "same uid", checked */
 static int uid_check(struct hkv_xfer_peer *p)
 {
-	unsigned long uid;
+	unsigned long uid, inode;
 
 	if (!(p->x->flags & HKV_XFER_SAME_UID) || (!p->incoming && !p->by_uid))
 		return -EACCES;
-	if (peer_uid(p, &uid) || uid != (unsigned long)geteuid()) {
+	if (xf_peer_sock(p, &uid, &inode) || uid != (unsigned long)geteuid()) {
 		xf_log(1, "peer %llu: not a process of uid %u on this host: refused",
 		       (unsigned long long)p->id, (unsigned)geteuid());
 		return -EACCES;

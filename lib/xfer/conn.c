@@ -218,6 +218,7 @@ void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	}
 	p->state = XF_PEER_READY;
 	p->x->st.peers++;
+	xf_cma_offer(p);	/* both sides: each may initiate */
 }
 
 /**
@@ -248,6 +249,7 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 	p->x->metrics_dirty = true;
 	xf_tx_fail_peer(p, err);
 	xf_grants_end(p, err);
+	xf_cma_close(p);
 	if (p->ep) {
 		r = ucp_ep_close_nbx(p->ep, &rp);
 		if (UCS_PTR_IS_PTR(r))

@@ -20,6 +20,11 @@
  */
 #include "internal.h"
 
+/* this library's probe semaphores (bpf/hugekv_probes.h, rows XFER), in
+ * the highest file with a probe site (xfer_copy here; transfer.c, below,
+ * fires xfer_submit and xfer_done) */
+HKV_PROBE_SEMAPHORES(XFER)
+
 struct xf_get_send {
 	struct xf_grant *g;
 	struct xf_wire_data hdr;
@@ -311,6 +316,198 @@ void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx)
 	} else if (!r && put) {
 		op_landed(x, tx, 0);
 	}
+}
+
+/* ---- single copy (the target copies: cma.c) ----------------------------- */
+
+static void cma_answer(struct hkv_xfer_peer *p, const struct xf_wire_cma *rq, int result)
+{
+	struct xf_wire_cma rep = { .op = rq->op, .n = rq->n, .id = rq->id, .first = rq->first,
+				   .result = result };
+	int err;
+
+	xf_wire_hdr_set(&rep.h, XF_AM_CMA_REP);
+	err = xf_am_send(p, XF_AM_CMA_REP, &rep, sizeof(rep));
+	if (err)
+		xf_peer_error(p, err);
+}
+
+/* the runs of a request against the grant: the local iovecs, or false */
+static bool cma_runs(struct hkv_xfer *x, const struct xf_grant *g, const struct xf_wire_cma *rq,
+		     struct iovec *lv, struct iovec *rv, uint64_t *bytes)
+{
+	const struct xf_reg *reg;
+	unsigned i;
+
+	*bytes = 0;
+	for (i = 0; i < rq->n; i++) {
+		const struct xf_wire_cma_run *r = &rq->run[i];
+
+		if (!xf_grant_covers(g, r->page, r->npages) || !(reg = xf_reg_find(x, r->page)) ||
+		    r->page + r->npages > reg->first_page + reg->npages)
+			return false;
+		lv[i].iov_base = reg->base + (r->page - reg->first_page) * x->page_bytes;
+		lv[i].iov_len = r->npages * x->page_bytes;
+		rv[i].iov_base = (void *)(uintptr_t)r->addr;
+		rv[i].iov_len = lv[i].iov_len;
+		*bytes += lv[i].iov_len;
+	}
+	return true;
+}
+
+/**
+ * xf_on_cma_req() - a peer proved on this host asks the target to copy runs
+ *	of a granted transfer between its buffers and the granted pages
+ * @p: the peer
+ * @buf: the CMA_REQ
+ * @len: its length
+ *
+ * Pages outside the grant close the connection before a byte moves, as on
+ * the two-sided path. A copy that fails (a buffer of the peer's not
+ * mapped: -EFAULT; the peer gone: -ESRCH; past the transfer's deadline:
+ * -ETIMEDOUT) fails the transfer, not the connection.
+ */
+void xf_on_cma_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
+{
+	const struct xf_wire_cma *rq = buf;
+	struct hkv_xfer *x = p->x;
+	struct iovec lv[64], rv[64], *l = lv, *r = rv;
+	struct xf_grant *g = NULL;
+	uint64_t bytes;
+	int err;
+
+	if (xf_wire_hdr_ok(buf, len, sizeof(*rq), XF_AM_CMA_REQ) && p->cma_in && rq->n &&
+	    rq->n <= XF_CMA_MAX_RUNS && len == sizeof(*rq) + rq->n * sizeof(rq->run[0]))
+		g = xf_grant_find(p, rq->id, rq->op);
+	if (!g || g->released || g->ended) {
+		xf_peer_error(p, -EPROTO);
+		return;
+	}
+	if (rq->n > 64) {
+		l = malloc(2 * rq->n * sizeof(*l));
+		if (!l) {
+			cma_answer(p, rq, -ENOMEM);
+			return;
+		}
+		r = l + rq->n;
+	}
+	if (!cma_runs(x, g, rq, l, r, &bytes)) {
+		xf_peer_error(p, -EPROTO);
+		goto out;
+	}
+	g->cma = true;
+	/* the initiator gives its buffers back at its deadline: no copy starts
+	 * near it (one clock: offer_check() required the same time namespace) */
+	if (xf_now_ns() + XF_CMA_MARGIN_NS >= rq->deadline_ns)
+		err = -ETIMEDOUT;
+	else
+		err = xf_cma_copy(p, g->op == HKV_XFER_OP_PUT, l, r, rq->n, bytes);
+	hkv_probe_xfer_copy(x->pool_id, p->id, (uint64_t)g->op, (uint64_t)rq->n, bytes,
+			    (int64_t)err);
+	if (err) {
+		x->st.cma_faults++;
+		p->st.cma_faults++;
+		xf_log(2, "peer %llu: single copy of transfer %llu: %s", (unsigned long long)p->id,
+		       (unsigned long long)rq->id, strerror(-err));
+		if (!g->result)
+			g->result = err;
+	} else {
+		x->st.cma_runs += rq->n;
+		p->st.cma_runs += rq->n;
+		x->st.cma_bytes += bytes;
+		p->st.cma_bytes += bytes;
+		g->bytes_done += bytes;
+	}
+	cma_answer(p, rq, err);
+out:
+	if (l != lv)
+		free(l);
+}
+
+/**
+ * xf_op_post_cma() - ask the target to copy the next runs of a transfer
+ * @x: the endpoint
+ * @tx: the transfer (granted, in XF_TX_DATA, tx->cma)
+ *
+ * One CMA_REQ carries up to a quarter of the endpoint's bound on
+ * operations in flight (so several stay queued at the target while it
+ * copies one), each run this process's own buffer; the target answers with
+ * CMA_REP once they moved.
+ */
+void xf_op_post_cma(struct hkv_xfer *x, struct xf_tx *tx)
+{
+	unsigned room = x->max_inflight - x->inflight, batch = XF_MAX(x->max_inflight / 4, 1);
+	unsigned n = XF_MIN(XF_MIN(tx->nops - tx->next_op, room), XF_MIN(batch, XF_CMA_MAX_RUNS));
+	size_t len = sizeof(struct xf_wire_cma) + n * sizeof(struct xf_wire_cma_run);
+	struct xf_wire_cma *rq = malloc(len);
+	unsigned i;
+	int err;
+
+	if (!rq) {
+		tx->result = -ENOMEM;
+		return;
+	}
+	xf_wire_hdr_set(&rq->h, XF_AM_CMA_REQ);
+	rq->op = tx->op;
+	rq->n = n;
+	rq->id = tx->id;
+	rq->first = tx->next_op;
+	rq->result = 0;
+	rq->deadline_ns = tx->deadline;
+	for (i = 0; i < n; i++) {
+		const struct xf_op *op = &tx->ops[tx->next_op + i];
+
+		rq->run[i] = (struct xf_wire_cma_run){ .page = op->rpage,
+						       .npages = op->bytes / x->page_bytes,
+						       .addr = (uint64_t)(uintptr_t)op->laddr };
+	}
+	err = xf_am_send(tx->peer, XF_AM_CMA_REQ, rq, len);
+	free(rq);
+	if (err) {
+		tx->result = err;
+		xf_peer_error(tx->peer, err);
+		return;
+	}
+	tx->next_op += n;
+	tx->inflight += n;
+	x->inflight += n;
+	x->cma_inflight += n;
+	if (x->inflight > x->st.max_ops_inflight)
+		x->st.max_ops_inflight = x->inflight;
+	if (x->inflight > tx->peer->st.max_ops_inflight)
+		tx->peer->st.max_ops_inflight = x->inflight;
+}
+
+/**
+ * xf_on_cma_rep() - the target copied runs of our transfer (or failed to)
+ * @p: the peer
+ * @buf: the CMA_REP
+ * @len: its length
+ */
+void xf_on_cma_rep(struct hkv_xfer_peer *p, const void *buf, size_t len)
+{
+	const struct xf_wire_cma *rep = buf;
+	struct xf_tx *tx;
+	unsigned i;
+
+	if (len != sizeof(*rep) || !xf_wire_hdr_ok(buf, len, len, XF_AM_CMA_REP)) {
+		xf_peer_error(p, -EPROTO);
+		return;
+	}
+	tx = xf_tx_find(p->x, rep->id);
+	if (!tx || tx->peer != p || !tx->cma || tx->state != XF_TX_DATA || !rep->n ||
+	    rep->first > tx->next_op || rep->n > tx->next_op - rep->first)
+		return;			/* ended meanwhile (failed connection) */
+	for (i = rep->first; i < rep->first + rep->n; i++)
+		if (tx->ops[i].landed)
+			return;		/* answered twice: ignored */
+	for (i = rep->first; i < rep->first + rep->n; i++) {
+		tx->ops[i].landed = true;
+		op_landed(p->x, tx, 0);
+	}
+	p->x->cma_inflight -= rep->n;
+	if (rep->result && !tx->result)
+		tx->result = rep->result > 0 ? -EIO : rep->result;
 }
 
 /**

@@ -32,7 +32,7 @@ static int opts_apply(struct hkv_xfer *x, const struct hkv_xfer_opts *o)
 {
 	if (o->timeout_ms < -1 ||
 	    o->flags & ~(HKV_XFER_NO_WAIT_IDLE | HKV_XFER_RMA | HKV_XFER_SAME_UID |
-			 HKV_XFER_SAME_HOST) ||
+			 HKV_XFER_SAME_HOST | HKV_XFER_NO_CMA) ||
 	    o->grant_timeout_ms < 0 || (o->key && o->key_len < XF_KEY_MIN))
 		return -EINVAL;
 	if (o->flags & HKV_XFER_RMA) {
@@ -237,6 +237,7 @@ HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *o
 	err = opts_apply(x, &o);
 	if (err)
 		goto free_x;
+	xf_cma_init(x);
 	err = xf_keys_load(x, &o);
 	if (err)
 		goto free_x;
@@ -311,6 +312,7 @@ HKV_API void hkv_xfer_destroy(struct hkv_xfer *x)
 		free(p);
 	}
 	xf_inbox_free(x);
+	xf_cma_workers_stop(x);
 	xf_reg_destroy(x);
 	xf_keys_free(x);
 	ucp_worker_destroy(x->worker);

@@ -91,6 +91,8 @@ static int grant_add(struct hkv_xfer_peer *p, const struct xf_wire_grant_req *rq
 	return 0;
 }
 
+static void grant_finish(struct hkv_xfer_peer *p, struct xf_grant *g);
+
 static void grant_end(struct hkv_xfer_peer *p, struct xf_grant *g, int result)
 {
 	struct hkv_xfer *x = p->x;
@@ -164,19 +166,27 @@ void xf_on_grant_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 void xf_on_release(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
 	const struct xf_wire_result *rl = xf_result_msg(p, buf, len, XF_AM_RELEASE);
-	struct xf_grant *g;
+	struct xf_grant **gp, *g;
 
 	if (!rl)
 		return;
-	for (g = p->grants; g; g = g->next)
+	for (gp = &p->grants; (g = *gp); gp = &g->next)
 		if (g->id == rl->id && !g->released && !g->ended) {
 			g->released = true;
-			p->x->grants_closing++;
 			if (!g->result)
 				g->result = rl->result > 0 ? -EIO : rl->result;
-			/* two-sided put: every byte must have come before RELEASE */
-			if (!g->result && rl->nops && g->op == HKV_XFER_OP_PUT)
+			/* two-sided put: every byte must have come before RELEASE;
+			 * a single-copy put knew it at each CMA_REP (no DONE) */
+			if (!g->result && rl->nops && g->op == HKV_XFER_OP_PUT && !g->cma)
 				g->answer = true;	/* the initiator waits for DONE */
+			if (g->pending) {	/* ends once UCX is done with its pages */
+				p->x->grants_closing++;
+				return;
+			}
+			/* nothing uses its pages: it ends before the peer's next
+			 * request (a single-copy put completed before this) */
+			*gp = g->next;
+			grant_finish(p, g);
 			return;
 		}
 	xf_log(3, "peer %llu: release of unknown grant %llu", (unsigned long long)p->id,
@@ -213,8 +223,9 @@ static void grant_finish(struct hkv_xfer_peer *p, struct xf_grant *g)
 	bool answer = g->answer;
 	int result = g->result;
 
-	if (answer && !result && g->bytes_done != g->bytes_expected)
-		result = -EIO;		/* a put that lost bytes */
+	if ((answer || (g->cma && g->op == HKV_XFER_OP_PUT)) && !result &&
+	    g->bytes_done != g->bytes_expected)
+		result = -EIO;		/* a put that lost bytes (or skipped runs) */
 	if (answer && p->state == XF_PEER_READY) {
 		struct xf_wire_result d = { .id = g->id, .result = result };
 		int err;

@@ -6,6 +6,9 @@
  *   msg.c       active messages: wire format, send, the inbox, peer lookup,
  *               noting a broken connection (xf_peer_error())
  *   auth.c      keys, nonces, HMAC-SHA256 proofs (OpenSSL's libcrypto)
+ *   cma.c       the single-copy path's identity: a same-host peer's pid
+ *               proved by the kernel, pinned by a pidfd, probed once; the
+ *               copies (process_vm_readv/writev)
  *   reg.c       the pool's ranges (regions split at reg_chunk_bytes), HELLO
  *   plan.c      checks of a transfer and its plan: fewest UCX operations
  *   stats.c     counters, latency histogram, slowest recent, JSON
@@ -23,7 +26,8 @@
  * the peer in the next progress step.
  *
  * An endpoint and everything hanging off it is used by one thread at a
- * time, so nothing here takes a lock. UCX callbacks only record what
+ * time, so nothing here takes a lock (but cma.c's hand-off to its copy
+ * helpers, which touch only the iovecs of one copy). UCX callbacks only record what
  * happened (counters, the inbox); all decisions and every user callback run
  * from hkv_xfer_progress() after ucp_worker_progress() returns.
  */
@@ -36,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -83,6 +88,7 @@ struct xf_stats {
 	uint64_t grants, grants_refused, grants_active, peer_failures;
 	uint64_t auth_failures, grants_expired, grants_over_limit, grant_mem, grant_mem_peak;
 	uint64_t grants_busy, grant_pages, grant_bytes, peers_rejected;
+	uint64_t cma_refused, cma_calls, cma_runs, cma_bytes, cma_faults;
 	struct xf_hist lat, grant;
 	unsigned recent_head, nrecent;
 	struct hkv_xfer_slow recent[HKV_XFER_RECENT];
@@ -130,6 +136,7 @@ struct xf_grant {
 	unsigned pending;
 	uint64_t bytes_done, bytes_expected, deadline, mem, pages;
 	bool released, ended, answer;	/* answer: a two-sided put, send DONE */
+	bool cma;			/* served by single copy: no DONE */
 	int result;			/* RELEASE's result, or the failure */
 };
 
@@ -160,6 +167,12 @@ struct hkv_xfer_peer {
 	struct xf_grant *grants;	/* grants this peer holds on our pool */
 	unsigned ngrants;
 	unsigned ntx;			/* our transfers to it, not yet ended */
+	/* single copy (cma.c): cma_out, the peer copies for our transfers;
+	 * cma_in, we copy for its, into or out of the process cma_pid,
+	 * pinned by cma_pidfd */
+	bool cma_out, cma_in, cma_offered, cma_answered;
+	int cma_pid, cma_pidfd;
+	unsigned char cma_token[XF_NONCE];	/* read by the peer's probe */
 	struct xf_stats st;
 };
 
@@ -198,6 +211,7 @@ struct xf_tx {
 	uint64_t pages, bytes;
 	uint64_t t_submit, t_grant, deadline;
 	bool granted, collect, wait_done, released;
+	bool cma;			/* the target copies (single-copy path) */
 	hkv_xfer_done_fn done;
 	void *ctx;
 };
@@ -225,6 +239,7 @@ struct hkv_xfer {
 	struct xf_msg *inbox, **inbox_tail;
 	struct xf_tx *txs;		/* all transfers not yet collected */
 	unsigned inflight, max_inflight, max_grants, flags, pending_sends;
+	unsigned cma_inflight;		/* of inflight: the peers copy them */
 	unsigned grants_closing;	/* released or failed, not yet ended */
 	int timeout_ms, grant_timeout_ms;
 	uint64_t reg_chunk_bytes, max_grant_mem, max_grant_mem_all;
@@ -232,6 +247,10 @@ struct hkv_xfer {
 	void *access_ctx;
 	unsigned completed;		/* transfers ended by this progress call */
 	bool metrics_dirty;		/* grant figures changed since the last publication */
+	int cma_mode;			/* XF_CMA_*: single copy on, off, failing (tests) */
+	int cma_claim_pid;		/* tests: the pid offered (0 = ours) */
+	struct xf_cma_workers *cma_workers;	/* copy helpers (cma.c), or NULL */
+	bool cma_no_workers;		/* none wanted, or none could start */
 	struct xf_stats st;
 };
 
@@ -264,13 +283,17 @@ void xf_auth_refuse(struct hkv_xfer_peer *p);
 /* 0 when the AUTH proves the peer knows its key (p->authed set), -EACCES,
  * -EPROTO */
 int xf_auth_check(struct hkv_xfer_peer *p, const void *buf, size_t len);
+/* the uid and socket inode of the peer's end of p's TCP connection */
+int xf_peer_sock(const struct hkv_xfer_peer *p, unsigned long *uid, unsigned long *inode);
+
 
 /* ---- msg.c -------------------------------------------------------------- */
 
 enum { XF_AM_HELLO = 0x4b31, XF_AM_GRANT_REQ, XF_AM_GRANT_REP, XF_AM_RELEASE,
-       XF_AM_DATA, XF_AM_GET_REQ, XF_AM_GET_REP, XF_AM_DONE, XF_AM_AUTH };
+       XF_AM_DATA, XF_AM_GET_REQ, XF_AM_GET_REP, XF_AM_DONE, XF_AM_AUTH,
+       XF_AM_CMA_OFFER, XF_AM_CMA_ACK, XF_AM_CMA_REQ, XF_AM_CMA_REP };
 #define XF_MAGIC	0x564b4858u	/* "XHKV" */
-#define XF_VERSION	3	/* and the shared-memory segment size of endpoint.c */
+#define XF_VERSION	4	/* the shared-memory segment size of endpoint.c; single copy */
 
 struct xf_wire_hdr {
 	uint32_t magic;
@@ -302,6 +325,38 @@ const struct xf_wire_result *xf_result_msg(struct hkv_xfer_peer *p, const void *
 					   size_t len, unsigned kind);
 void xf_wire_hdr_set(struct xf_wire_hdr *h, unsigned kind);
 bool xf_wire_hdr_ok(const void *buf, size_t len, size_t min, unsigned kind);
+
+/* ---- cma.c -------------------------------------------------------------- */
+
+enum { XF_CMA_ON, XF_CMA_OFF, XF_CMA_FAIL };
+#define XF_CMA_MAX_RUNS		1024u	/* runs of one request: IOV_MAX */
+#define XF_CMA_MARGIN_NS	100000000ull	/* no copy this close to the deadline */
+
+/* one run of a single-copy request: the target's pages, the peer's bytes */
+struct xf_wire_cma_run {
+	uint64_t page, npages;
+	uint64_t addr;			/* in the peer's address space */
+};
+
+/* CMA_REQ (initiator -> target), CMA_REP (target -> initiator) */
+struct xf_wire_cma {
+	struct xf_wire_hdr h;
+	uint32_t op, n;			/* put/get; runs (REQ), operations (REP) */
+	uint64_t id;			/* the transfer = grant */
+	uint32_t first;			/* the first operation's index */
+	int32_t result;			/* REP: 0 or -errno */
+	uint64_t deadline_ns;		/* REQ: the transfer's, CLOCK_MONOTONIC */
+	struct xf_wire_cma_run run[];
+};
+
+void xf_cma_init(struct hkv_xfer *x);
+void xf_cma_offer(struct hkv_xfer_peer *p);
+void xf_on_cma_offer(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_on_cma_ack(struct hkv_xfer_peer *p, const void *buf, size_t len);
+int xf_cma_copy(struct hkv_xfer_peer *p, bool put, const struct iovec *local,
+		const struct iovec *remote, unsigned n, uint64_t bytes);
+void xf_cma_close(struct hkv_xfer_peer *p);
+void xf_cma_workers_stop(struct hkv_xfer *x);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
@@ -340,6 +395,9 @@ void xf_grants_poll(struct hkv_xfer *x);
 
 int xf_datapath_init(struct hkv_xfer *x);
 void xf_op_post_am(struct hkv_xfer *x, struct xf_tx *tx);
+void xf_op_post_cma(struct hkv_xfer *x, struct xf_tx *tx);
+void xf_on_cma_req(struct hkv_xfer_peer *p, const void *buf, size_t len);
+void xf_on_cma_rep(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len);
 void xf_on_done(struct hkv_xfer_peer *p, const void *buf, size_t len);
 struct xf_tx *xf_tx_find(struct hkv_xfer *x, uint64_t id);

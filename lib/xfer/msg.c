@@ -81,7 +81,9 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 int xf_am_init(struct hkv_xfer *x)
 {
 	static const unsigned ids[] = { XF_AM_HELLO, XF_AM_GRANT_REQ, XF_AM_GRANT_REP,
-					XF_AM_RELEASE, XF_AM_GET_REQ, XF_AM_DONE, XF_AM_AUTH };
+					XF_AM_RELEASE, XF_AM_GET_REQ, XF_AM_DONE, XF_AM_AUTH,
+					XF_AM_CMA_OFFER, XF_AM_CMA_ACK, XF_AM_CMA_REQ,
+					XF_AM_CMA_REP };
 	unsigned i;
 
 	x->inbox = NULL;

@@ -13,6 +13,7 @@
 #include "internal.h"
 
 #define XF_IDLE_SPINS	4096	/* empty progress calls before a wait backs off */
+#define XF_CMA_SPINS	64	/* the same, while only peers' copies are in flight */
 
 /* a control message to its handler, the top of every layer below */
 static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
@@ -49,6 +50,18 @@ static void dispatch(struct hkv_xfer *x, struct xf_msg *m)
 		break;
 	case XF_AM_DONE:
 		xf_on_done(p, m->data, m->len);
+		break;
+	case XF_AM_CMA_OFFER:
+		xf_on_cma_offer(p, m->data, m->len);
+		break;
+	case XF_AM_CMA_ACK:
+		xf_on_cma_ack(p, m->data, m->len);
+		break;
+	case XF_AM_CMA_REQ:
+		xf_on_cma_req(p, m->data, m->len);
+		break;
+	case XF_AM_CMA_REP:
+		xf_on_cma_rep(p, m->data, m->len);
 		break;
 	default:
 		xf_log(0, "peer %llu: malformed control message: connection closed",
@@ -180,7 +193,18 @@ static int test_all(struct hkv_xfer *x, int *first_err)
 
 static void idle(struct hkv_xfer *x, unsigned *spins)
 {
-	if (x->flags & HKV_XFER_NO_WAIT_IDLE || ++*spins < XF_IDLE_SPINS)
+	if (x->flags & HKV_XFER_NO_WAIT_IDLE)
+		return;
+	/* every operation in flight is a peer's copy (single copy): nothing
+	 * to do here but leave the CPUs to the peer's copying threads (a
+	 * copy of a run takes milliseconds; a yield would keep competing) */
+	if (x->cma_inflight && x->cma_inflight == x->inflight && ++*spins >= XF_CMA_SPINS) {
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (++*spins < XF_IDLE_SPINS)
 		return;
 	if (*spins < 4 * XF_IDLE_SPINS) {
 		sched_yield();

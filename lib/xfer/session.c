@@ -72,8 +72,9 @@ HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_m
 	err = xf_peer_ep_create(p, &ep);
 	while (!err) {
 		xf_progress_once(x);
-		/* ready: the listener checked our proof, then proved itself */
-		if (p->state == XF_PEER_READY) {
+		/* ready: the listener checked our proof, then proved itself,
+		 * and answered our single-copy offer (if we made one) */
+		if (p->state == XF_PEER_READY && (!p->cma_offered || p->cma_answered)) {
 			*out = p;
 			return 0;
 		}

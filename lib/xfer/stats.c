@@ -162,6 +162,11 @@ static void fill(const struct xf_stats *s, struct hkv_xfer_stats *st)
 	st->grant_pages = s->grant_pages;
 	st->grant_bytes = s->grant_bytes;
 	st->peers_rejected = s->peers_rejected;
+	st->cma_refused = s->cma_refused;
+	st->cma_calls = s->cma_calls;
+	st->cma_runs = s->cma_runs;
+	st->cma_bytes = s->cma_bytes;
+	st->cma_faults = s->cma_faults;
 }
 
 /* the first layout of struct hkv_xfer_stats: up to @slow */
@@ -170,6 +175,7 @@ static void fill(const struct xf_stats *s, struct hkv_xfer_stats *st)
 HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer *peer,
 			   struct hkv_xfer_stats *st)
 {
+	const struct hkv_xfer_peer *p;
 	struct hkv_xfer_stats full;
 	size_t sz;
 
@@ -181,6 +187,11 @@ HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer 
 	full.peers = peer ? peer->state == XF_PEER_READY : x->st.peers;
 	if (peer)
 		full.grant_mem = peer->grant_mem;
+	for (p = x->peers; p; p = p->next)
+		if (!peer || p == peer) {	/* the path each peer takes now */
+			full.cma_out += p->cma_out;
+			full.cma_in += p->cma_in;
+		}
 	full.sz = st->sz;
 	memcpy(st, &full, sz);
 	return 0;
@@ -203,6 +214,8 @@ static const struct xf_field {
 	F(auth_failures, F_U64), F(grants_expired, F_U64), F(grants_over_limit, F_U64),
 	F(grant_mem, F_U64), F(grant_mem_peak, F_U64), F(grants_busy, F_U64),
 	F(grant_pages, F_U64), F(grant_bytes, F_U64), F(peers_rejected, F_U64),
+	F(cma_out, F_U64), F(cma_in, F_U64), F(cma_refused, F_U64), F(cma_calls, F_U64),
+	F(cma_runs, F_U64), F(cma_bytes, F_U64), F(cma_faults, F_U64),
 };
 #undef F
 #define S(name)	{ #name, offsetof(struct hkv_xfer_slow, name), F_U64 }

@@ -10,10 +10,6 @@
  */
 #include "internal.h"
 
-/* this library's probe semaphores (bpf/hugekv_probes.h, rows XFER), next
- * to the only probe sites */
-HKV_PROBE_SEMAPHORES(XFER)
-
 static const struct hkv_xfer_req *req_ok(const struct hkv_xfer_req *req)
 {
 	return req && req->sz >= sizeof(*req) ? req : NULL;
@@ -217,6 +213,8 @@ void xf_on_grant_rep(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		return;
 	}
 	tx->granted = true;
+	/* the path of every operation of the transfer, fixed here */
+	tx->cma = p->cma_out;
 	tx->t_grant = xf_now_ns();
 	tx->state = XF_TX_DATA;
 }
@@ -232,7 +230,10 @@ void xf_tx_issue(struct hkv_xfer *x)
 	for (tx = x->txs; tx && x->inflight < x->max_inflight; tx = tx->next)
 		while (tx->state == XF_TX_DATA && !tx->result && tx->next_op < tx->nops &&
 		       tx->peer->state == XF_PEER_READY && x->inflight < x->max_inflight) {
-			xf_op_post_am(x, tx);
+			if (tx->cma)
+				xf_op_post_cma(x, tx);
+			else
+				xf_op_post_am(x, tx);
 		}
 }
 
@@ -276,8 +277,9 @@ static bool tx_step(struct hkv_xfer *x, struct xf_tx *tx)
 		return tx->result ? (tx_end(x, tx), true) : false;
 	if (tx->state == XF_TX_DATA && tx->inflight == 0 &&
 	    (tx->result || tx->next_op == tx->nops)) {
-		if (!tx->result && tx->op == HKV_XFER_OP_PUT) {
-			/* a put is done when the target says it has every byte */
+		if (!tx->result && tx->op == HKV_XFER_OP_PUT && !tx->cma) {
+			/* a put is done when the target says it has every byte
+			 * (single copy: each CMA_REP said so for its runs) */
 			release(tx);
 			tx->wait_done = tx->released;
 			tx->state = XF_TX_DONE_WAIT;
@@ -333,13 +335,16 @@ void xf_tx_fail_peer(struct hkv_xfer_peer *p, int err)
 			continue;
 		if (!tx->result)
 			tx->result = err;
-		/* gets whose answer never came: nothing holds them */
-		if (tx->op == HKV_XFER_OP_GET && tx->state == XF_TX_DATA)
+		/* gets, and single-copy operations, whose answer never came:
+		 * nothing of UCX holds them (the target starts no copy past
+		 * the transfer's deadline, and none for a peer it saw fail) */
+		if ((tx->op == HKV_XFER_OP_GET || tx->cma) && tx->state == XF_TX_DATA)
 			for (i = 0; i < tx->next_op; i++)
 				if (!tx->ops[i].landed) {
 					tx->ops[i].landed = true;
 					tx->inflight--;
 					p->x->inflight--;
+					p->x->cma_inflight -= tx->cma;
 				}
 	}
 }

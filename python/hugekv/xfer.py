@@ -37,6 +37,7 @@ c_size_t = ctypes.c_size_t
 NO_WAIT_IDLE = 1 << 0
 SAME_UID = 1 << 2
 SAME_HOST = 1 << 3
+NO_CMA = 1 << 4
 PER_PAGE = 1 << 0
 ACCESS_BEGIN, ACCESS_END = 1, 2
 OP_PUT, OP_GET = 1, 2
@@ -76,7 +77,9 @@ class XferStats(ctypes.Structure):
                              "grant_p50_ns")] + [
         ("nslow", c_uint), ("slow", XferSlow * SLOWEST)] + [(n, c_u64) for n in (
             "auth_failures", "grants_expired", "grants_over_limit", "grant_mem",
-            "grant_mem_peak", "grants_busy", "grant_pages", "grant_bytes", "peers_rejected")]
+            "grant_mem_peak", "grants_busy", "grant_pages", "grant_bytes", "peers_rejected",
+            "cma_out", "cma_in", "cma_refused", "cma_calls", "cma_runs", "cma_bytes",
+            "cma_faults")]
 
 
 ACCESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_uint, c_uint,
@@ -184,6 +187,12 @@ class Peer:
         """0 while the connection is up, else its -errno."""
         return xlib.hkv_xfer_peer_error(self._live())
 
+    @property
+    def single_copy(self):
+        """True when this side's transfers to the peer take the single copy
+        (the peer, on this host, copies with process_vm_readv/writev)."""
+        return bool(self.stats()["cma_out"])
+
     def _submit(self, fn, what, local, remote, pin_units, timeout_ms, per_page):
         loc, rem = as_extents(local), as_extents(remote)
         if not len(loc) or not len(rem):
@@ -234,12 +243,16 @@ class Endpoint:
     same_uid: admit (and be admitted by) peers of this uid on this host
     without a key (include/hugekv-xfer.h, HKV_XFER_SAME_UID).
     same_host: every peer is on this host: large messages go over shared
-    memory, not tcp loopback (HKV_XFER_SAME_HOST; slower to remote peers)."""
+    memory, not tcp loopback (HKV_XFER_SAME_HOST; slower to remote peers).
+    cma: the single copy with processes of this host whose pid the kernel
+    proves (the target copies with process_vm_readv/writev); False is
+    HKV_XFER_NO_CMA, the two-sided path only. Peer.single_copy and the
+    cma_* stats say which path each peer takes."""
 
     def __init__(self, pool, *, key=None, key_file=None, name=None, timeout_ms=0,
                  grant_timeout_ms=0, max_inflight=0, max_grants=0, max_grant_mem=0,
                  max_grant_mem_all=0, max_peers=0, reg_chunk_bytes=0, spin=False,
-                 same_uid=False, same_host=False):
+                 same_uid=False, same_host=False, cma=True):
         self._x = None
         if not isinstance(pool, Pool):
             raise TypeError(f"pool must be a hugekv.Pool, not {type(pool).__name__}")
@@ -257,7 +270,7 @@ class Endpoint:
                      timeout_ms=_timeout(timeout_ms, "timeout_ms"),
                      reg_chunk_bytes=reg_chunk_bytes,
                      flags=((NO_WAIT_IDLE if spin else 0) | (SAME_UID if same_uid else 0)
-                            | (SAME_HOST if same_host else 0)),
+                            | (SAME_HOST if same_host else 0) | (0 if cma else NO_CMA)),
                      max_grants=max_grants, name=self._keep[1], key_file=self._keep[0],
                      key=ctypes.cast(ctypes.c_char_p(self._key), c_void_p) if self._key else None,
                      key_len=len(self._key) if self._key else 0,

@@ -73,13 +73,15 @@ def read(pool, ext):
     return np.concatenate([view[s * PAGE:(s + n) * PAGE] for s, n in ext])
 
 
-@pytest.mark.parametrize("same_host", [False, True])
-def test_put_get_roundtrip(pools, same_host):
+@pytest.mark.parametrize("same_host,cma", [(False, True), (True, True), (True, False)])
+def test_put_get_roundtrip(pools, same_host, cma):
     tgt = Target(same_host=same_host)
     try:
-        ep = xfer.Endpoint(pools, key=KEY, name="initiator", same_host=same_host)
+        ep = xfer.Endpoint(pools, key=KEY, name="initiator", same_host=same_host, cma=cma)
         peer = ep.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
         assert peer.name == "target" and peer.npages == 256 and peer.error == 0
+        # the target (this process, another thread) proved our pid: single copy
+        assert peer.single_copy is cma
         src = pools.alloc(40)
         back = pools.alloc(40)
         want = pattern(pools, src, 1)
@@ -89,8 +91,10 @@ def test_put_get_roundtrip(pools, same_host):
         st = ep.stats()
         assert st["puts"] == 1 and st["gets"] == 1 and st["bytes"] == 2 * 40 * PAGE
         assert st["ops_per_transfer"] == 1.0
+        assert st["cma_out"] == int(cma)
         js = ep.stats_json()
         assert js["endpoint"]["transfers"] == 2 and len(js["per_peer"]) == 1
+        assert js["per_peer"][0]["stats"]["cma_out"] == int(cma)
         json.dumps(js)
         peer.close()
         ep.close()

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -230,9 +231,12 @@ struct side {
 	pid_t tgt;
 };
 
+static unsigned side_inflight;	/* the initiator's max_inflight (0: default) */
+
 static void side_open(struct side *s, unsigned chunk, int prefill)
 {
-	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000, .reg_chunk_bytes = chunk };
+	struct hkv_xfer_opts o = { .sz = sizeof(o), .timeout_ms = 3000, .reg_chunk_bytes = chunk,
+				   .max_inflight = side_inflight };
 	char addr[64];
 	unsigned port;
 	int err;
@@ -1008,6 +1012,212 @@ static void case_shm_segment(void)
 	}
 }
 
+/* ---- the single-copy path (process_vm_readv/writev by the target) ----- */
+
+static struct hkv_xfer_stats peer_stats(struct side *s)
+{
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+
+	CHECK_EQ(hkv_xfer_stats(s->x, s->peer, &st), 0);
+	return st;
+}
+
+/* puts and gets whose bytes the target copies; runs batched per request */
+static void case_cma(void)
+{
+	struct hkv_extent l, back, r[3] = { { 0, 40 }, { 50, 60 }, { 120, 28 } };
+	struct hkv_xfer_stats st;
+	struct side s;
+	uint64_t ops0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	side_inflight = 512;	/* requests of 128 runs: past the target's stack iovecs */
+	side_open(&s, 0, 0);
+	side_inflight = 0;
+	st = peer_stats(&s);
+	CHECK_EQ(st.cma_out, 1);	/* connect returned after the target's answer */
+	CHECK_EQ(hkv_alloc(s.pool, 128, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(hkv_alloc(s.pool, 128, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &back, 1), 1);
+	fill(s.pool, &l, 1, 0xc3a1);
+	ops0 = ops_of(&s);
+	CHECK_EQ(xfer(&s, false, &l, 1, r, 3, 0, NULL, 0), 0);
+	CHECK_EQ(ops_of(&s) - ops0, 3);		/* one operation per contiguous run */
+	memset(hkv_page_ptr(s.pool, back.start), 0, back.len * PB);
+	CHECK_EQ(xfer(&s, true, &back, 1, r, 3, 0, NULL, 0), 0);
+	CHECK_EQ(bad_pages(s.pool, &back, 1, 0xc3a1), 0);
+	/* per page: 128 runs, requests of 128 (the heap iovecs at the target) */
+	fill(s.pool, &l, 1, 0xc3a2);
+	CHECK_EQ(xfer(&s, false, &l, 1, r, 3, HKV_XFER_PER_PAGE, NULL, 0), 0);
+	memset(hkv_page_ptr(s.pool, back.start), 0, back.len * PB);
+	CHECK_EQ(xfer(&s, true, &back, 1, r, 3, HKV_XFER_PER_PAGE, NULL, 0), 0);
+	CHECK_EQ(bad_pages(s.pool, &back, 1, 0xc3a2), 0);
+	st = peer_stats(&s);
+	CHECK_EQ(st.cma_out, 1);
+	CHECK_EQ(st.failures, 0);
+	CHECK_EQ(st.transfers, 4);
+	f = open_memstream(&buf, &len);
+	CHECK_EQ(hkv_xfer_stats_print(s.x, f, HKV_PRINT_JSON), 0);
+	fclose(f);
+	CHECK(strstr(buf, "\"cma_out\":1,\"cma_in\":1,") != NULL);	/* both ways */
+	free(buf);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	CHECK_EQ(hkv_free(s.pool, &back, 1), 0);
+	side_close(&s);
+}
+
+/*
+ * The initiator claims the pid of a sleeping child of its own (forked
+ * after the pool, so the child has the same addresses, remapped private
+ * and filled with a pattern): the target must find that the child does not
+ * hold the connection's socket, refuse, and serve over the two-sided
+ * path; the child's memory is unchanged (its exit status says).
+ */
+static void case_cma_liar(void)
+{
+	struct hkv_extent l = { 0, 32 }, r = { 100, 32 };
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	int go[2], ready[2];
+	char pid[16], c = 0;
+	void *base;
+	pid_t victim;
+	struct side s;
+
+	/* the victim takes the addresses of a first side's pool, which the
+	 * second (lying) side's pool gets again */
+	if (pipe(go) || pipe(ready))
+		exit(1);
+	side_open(&s, 0, 0);
+	base = hkv_page_ptr(s.pool, 0);
+	victim = fork();
+	if (victim == 0) {
+		unsigned char *v;
+		uint64_t i, bad = 0;
+
+		close(go[1]);
+		v = mmap(base, 32 * PB, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (v == MAP_FAILED)
+			_exit(3);
+		memset(v, 0x5a, 32 * PB);
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+			_exit(4);
+		for (i = 0; i < 32 * PB; i++)
+			bad += v[i] != 0x5a;
+		_exit(bad ? 5 : 0);
+	}
+	CHECK(read(ready[0], &c, 1) == 1);
+	side_close(&s);
+	/* again, lying: both sides claim the victim's pid (the target, forked
+	 * in side_open(), inherits the setting) */
+	snprintf(pid, sizeof(pid), "%d", (int)victim);
+	setenv("HUGEKV_XFER_CMA_PID", pid, 1);
+	side_open(&s, 0, 0);
+	unsetenv("HUGEKV_XFER_CMA_PID");
+	CHECK(hkv_page_ptr(s.pool, 0) == base);		/* the victim's addresses */
+	CHECK_EQ(peer_stats(&s).cma_out, 0);		/* the target refused */
+	CHECK_EQ(hkv_xfer_stats(s.x, NULL, &st), 0);
+	CHECK_EQ(st.cma_refused, 1);			/* and so did we */
+	CHECK_EQ(st.cma_in, 0);
+	CHECK_EQ(hkv_alloc(s.pool, 32, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(l.start, 0);
+	fill(s.pool, &l, 1, 0x11a5);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+	memset(hkv_page_ptr(s.pool, 0), 0, 32 * PB);
+	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), 0);	/* two-sided */
+	CHECK_EQ(bad_pages(s.pool, &l, 1, 0x11a5), 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
+	CHECK(write(go[1], &c, 1) == 1);
+	CHECK_EQ(target_wait(victim), 0);		/* nothing written into it */
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
+}
+
+/*
+ * The initiator's own buffers unreadable (a put) or read-only (a get):
+ * process_vm_* at the target copies short; the transfer fails with
+ * -EFAULT, the target stays up and serves the next transfers, and its
+ * pool checks clean at the end (its exit status).
+ */
+static void case_cma_fault(void)
+{
+	struct hkv_extent l = { 0, 96 }, r = { 100, 96 };
+	struct side s;
+	char *base, *bad;
+
+	side_open(&s, 0, 0);
+	CHECK_EQ(peer_stats(&s).cma_out, 1);
+	CHECK_EQ(hkv_alloc(s.pool, 96, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(l.start, 0);
+	base = hkv_page_ptr(s.pool, 0);
+	/* the last 2 MiB hugepage of a 6 MiB copy: the target splits it across
+	 * its copy helpers, one part fails */
+	bad = base + 64 * PB;
+	CHECK(((uintptr_t)bad & ((2u << 20) - 1)) == 0);
+	fill(s.pool, &l, 1, 0xfa17);
+	CHECK_EQ(mprotect(bad, 32 * PB, PROT_NONE), 0);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), -EFAULT);
+	CHECK_EQ(mprotect(bad, 32 * PB, PROT_READ), 0);
+	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), -EFAULT);
+	CHECK_EQ(mprotect(bad, 32 * PB, PROT_READ | PROT_WRITE), 0);
+	CHECK_EQ(hkv_xfer_peer_error(s.peer), 0);		/* the connection lives */
+	CHECK_EQ(peer_stats(&s).failures, 2);
+	/* the target serves on: bytes right both ways */
+	fill(s.pool, &l, 1, 0xfa18);
+	CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+	memset(base, 0, 96 * PB);
+	CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), 0);
+	CHECK_EQ(bad_pages(s.pool, &l, 1, 0xfa18), 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	side_close(&s);
+}
+
+/* the path off (HUGEKV_XFER_CMA=off, HKV_XFER_NO_CMA) or unavailable (the
+ * kernel refuses the probe: HUGEKV_XFER_CMA=fail): two-sided, bytes right */
+static void case_cma_fallback(void)
+{
+	static const char *const modes[] = { "off", "fail", "flag" };
+	const char *was = getenv("HUGEKV_XFER_CMA");
+	char *keep = was ? strdup(was) : NULL;
+	struct hkv_extent l, r = { 10, 64 };
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	struct side s;
+
+	for (unsigned m = 0; m < 3; m++) {
+		if (m < 2)
+			setenv("HUGEKV_XFER_CMA", modes[m], 1);	/* the target inherits it */
+		else
+			tgt_flags = HKV_XFER_NO_CMA;		/* the target's only */
+		side_open(&s, 0, 0);
+		if (keep)
+			setenv("HUGEKV_XFER_CMA", keep, 1);	/* the caller's again */
+		else
+			unsetenv("HUGEKV_XFER_CMA");
+		tgt_flags = 0;
+		CHECK_EQ(peer_stats(&s).cma_out, 0);
+		CHECK_EQ(hkv_xfer_stats(s.x, NULL, &st), 0);
+		/* off here: no offer made or taken; fail: the target's offer
+		 * refused here too; flag: the target made none (and ours is
+		 * refused there, unless the caller turned it off here too) */
+		CHECK_EQ(st.cma_refused, m == 1 || (m == 2 && keep && !strcmp(keep, "fail")));
+		CHECK_EQ(st.cma_in, 0);
+		CHECK_EQ(hkv_alloc(s.pool, 64, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+		fill(s.pool, &l, 1, 0xfb00 + m);
+		CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
+		memset(hkv_page_ptr(s.pool, l.start), 0, l.len * PB);
+		CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), 0);
+		CHECK_EQ(bad_pages(s.pool, &l, 1, 0xfb00 + m), 0);
+		CHECK_EQ(peer_stats(&s).failures, 0);
+		CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+		side_close(&s);
+	}
+	free(keep);
+}
+
 /*
  * Cases that kill or stop a peer mid-transfer run with eager messages only
  * (UCX_RNDV_THRESH=inf, read by both processes' ucp_init): UCX 1.13's tcp
@@ -1034,6 +1244,10 @@ static const struct {
 	{ "grant-flood", case_grant_flood, false },
 	{ "stats-json", case_stats_json, false },
 	{ "shm-segment", case_shm_segment, false },
+	{ "cma", case_cma, false },
+	{ "cma-liar", case_cma_liar, false },
+	{ "cma-fault", case_cma_fault, false },
+	{ "cma-fallback", case_cma_fallback, false },
 	{ "silent-peer", case_silent_peer, true },
 	{ "target-stopped", case_target_stopped, true },
 	{ "target-killed", case_target_killed, true },
@@ -1060,6 +1274,13 @@ int main(int argc, char **argv)
 			want |= !strcmp(argv[j], cases[i].name);
 		if (!want)
 			continue;
+		/* the single copy's own cases need it: not when the caller
+		 * turned it off (the two-sided run of every other case) */
+		if (!strncmp(cases[i].name, "cma", 3) && strcmp(cases[i].name, "cma-fallback") &&
+		    getenv("HUGEKV_XFER_CMA")) {
+			fprintf(stderr, "  skip %s (HUGEKV_XFER_CMA set)\n", cases[i].name);
+			continue;
+		}
 		if (cases[i].peer_dies && !getenv("UCX_RNDV_THRESH"))
 			setenv("UCX_RNDV_THRESH", "inf", 1);
 		cases[i].fn();

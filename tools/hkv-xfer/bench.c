@@ -59,13 +59,16 @@ static void bench_usage(FILE *f)
 "(default 3); medians. Defaults: 16384 pages of 64K (1 GiB), occupancy\n"
 "0.95 after churn, requests of 256 pages, 4096 pages a round, 3 rounds,\n"
 "depth 8. --mode tcp: UCX_TLS=tcp on 127.0.0.1; shm: UCX_TLS=sm,tcp (UCX\n"
-"picks its shared-memory transports; hkv-xfer with --same-host; with peer\n"
+"picks its shared-memory transports; hkv-xfer with --same-host, its extents\n"
+"with the single copy (the target's process_vm_readv/writev) and again\n"
+"two-sided with --no-cma; with peer\n"
 "error handling, as hkv-xfer\n"
 "and -e, only with UCX_MM_ERROR_HANDLING=y, which hkv-xfer sets itself and\n"
 "the -e runs here get; one more am_bw -e row with the shared-memory\n"
 "segments hkv-xfer sets, UCX_MM_SEG_SIZE=65472, outside \"best\");\n"
 "netns: UCX_TLS=tcp, the server in namespace SRV\n"
-"listening on IP, the client in CLI.\n");
+"listening on IP, the client in CLI. tcp and netns run hkv-xfer with\n"
+"--no-cma: their rows measure the transport.\n");
 }
 
 /* run argv (prefixed by "ip netns exec NS" when ns), stdout to out_fd */
@@ -122,23 +125,26 @@ static double jnum(const char *json, const char *key)
 	return p ? strtod(p + strlen(pat), NULL) : -1;	/* strtod skips the blank */
 }
 
-/* one serve + send pair; fills gbps, ops per transfer, latency p50/p99 */
-static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *ops,
-		    double *p50, double *p99, double *mean_op)
+/* one serve + send pair; fills gbps, ops per transfer, latency p50/p99.
+ * two_sided: --no-cma on both sides (tcp and netns always: their rows
+ * measure the transport; on one host the single copy would bypass it) */
+static int run_pair(const struct bcfg *c, bool per_page, bool two_sided, double *gbps,
+		    double *ops, double *p50, double *p99, double *mean_op)
 {
 	/* shared memory: the peers are on this host (HKV_XFER_SAME_HOST) */
 	bool same = !strcmp(c->mode, "shm");
+	char *no_cma = two_sided || !same ? "--no-cma" : NULL;
 	char listen[80], conn[80], out[4096] = "", line[256], last[256] = "";
-	char *srv[] = { (char *)c->self, "serve", "--json", "--listen", listen, "--verify", "full",
-			"--pages", (char *)c->pages, "--page-bytes", (char *)c->page_bytes,
-			"--occupancy", (char *)c->occ, "--xfer-pages", (char *)c->xp,
-			"--total-pages", (char *)c->total, same ? "--same-host" : NULL, NULL };
-	char *cli[] = { (char *)c->self, "send", "--json", "--connect", conn, "--pages",
-			(char *)c->pages, "--page-bytes", (char *)c->page_bytes, "--occupancy",
-			(char *)c->occ, "--xfer-pages", (char *)c->xp, "--total-pages",
-			(char *)c->total, "--rounds", (char *)c->rounds, "--depth", (char *)c->depth,
-			same ? "--same-host" : per_page ? "--per-page" : NULL,
-			same && per_page ? "--per-page" : NULL, NULL };
+	char *srv[24] = { (char *)c->self, "serve", "--json", "--listen", listen, "--verify",
+			  "full", "--pages", (char *)c->pages, "--page-bytes", (char *)c->page_bytes,
+			  "--occupancy", (char *)c->occ, "--xfer-pages", (char *)c->xp,
+			  "--total-pages", (char *)c->total };
+	char *cli[28] = { (char *)c->self, "send", "--json", "--connect", conn, "--pages",
+			  (char *)c->pages, "--page-bytes", (char *)c->page_bytes, "--occupancy",
+			  (char *)c->occ, "--xfer-pages", (char *)c->xp, "--total-pages",
+			  (char *)c->total, "--rounds", (char *)c->rounds, "--depth",
+			  (char *)c->depth };
+	unsigned ns = 17, nc = 19;
 	int so[2], se[2], co[2], src, crc;
 	unsigned port = 0;
 	pid_t sp, cp;
@@ -146,6 +152,16 @@ static int run_pair(const struct bcfg *c, bool per_page, double *gbps, double *o
 	ssize_t k;
 	size_t len = 0;
 
+	if (same) {
+		srv[ns++] = "--same-host";
+		cli[nc++] = "--same-host";
+	}
+	if (no_cma) {
+		srv[ns++] = no_cma;
+		cli[nc++] = no_cma;
+	}
+	if (per_page)
+		cli[nc++] = "--per-page";
 	snprintf(listen, sizeof(listen), "%s:%u", c->addr, c->port);
 	if (pipe(so) || pipe(se) || pipe(co))
 		return -1;
@@ -380,7 +396,8 @@ int bench_main(int argc, char **argv, const char *self)
 		{ "ucp_am_bw", true, true },
 	};
 	struct bcfg c = { .mode = "tcp", .self = self, .reps = 3, .port = 0 };
-	struct row ext = { 0 }, pp = { 0 }, pt[NTESTS][2];
+	struct row ext = { 0 }, pp = { 0 }, two = { 0 }, pt[NTESTS][2];
+	bool shm;
 	unsigned i, t;
 	double g, o, l5, l9, mop, lat, best = 0, best_e = 0, am_e = 0, seg_e = 0, m;
 	unsigned ntests;
@@ -399,13 +416,20 @@ int bench_main(int argc, char **argv, const char *self)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	memset(pt, 0, sizeof(pt));
-	ntests = !strcmp(c.mode, "shm") ? NTESTS : NTESTS - 1;
+	shm = !strcmp(c.mode, "shm");
+	ntests = shm ? NTESTS : NTESTS - 1;
 	for (i = 0; i < c.reps; i++) {
 		fprintf(stderr, "bench %s: rep %u/%u: extents", c.mode, i + 1, c.reps);
-		if (!run_pair(&c, false, &g, &o, &l5, &l9, &mop))
+		if (!run_pair(&c, false, false, &g, &o, &l5, &l9, &mop))
 			add(&ext, g, l5, l9, o, mop);
+		/* shared memory: the single copy above, the two-sided path here */
+		if (shm) {
+			fprintf(stderr, ", extents two-sided");
+			if (!run_pair(&c, false, true, &g, &o, &l5, &l9, &mop))
+				add(&two, g, l5, l9, o, mop);
+		}
 		fprintf(stderr, ", per-page");
-		if (!run_pair(&c, true, &g, &o, &l5, &l9, &mop))
+		if (!run_pair(&c, true, false, &g, &o, &l5, &l9, &mop))
 			add(&pp, g, l5, l9, o, mop);
 		fprintf(stderr, ", ucx_perftest\n");
 		for (t = 0; t < ntests; t++) {
@@ -427,7 +451,9 @@ int bench_main(int argc, char **argv, const char *self)
 		       "of %s pages, %s per round, depth %s; medians of %u (latency: hkv-xfer per "
 		       "transfer, ucx_perftest per message)\n", c.mode, c.tls, c.pages, c.page_bytes,
 		       c.occ, c.xp, c.total, c.depth, c.reps);
-	print_row(&c, "hkv-xfer extents", &ext, false);
+	print_row(&c, shm ? "hkv-xfer extents (single copy)" : "hkv-xfer extents", &ext, false);
+	if (shm)
+		print_row(&c, "hkv-xfer extents, two-sided (--no-cma)", &two, false);
 	print_row(&c, "hkv-xfer per-page", &pp, false);
 	for (t = 0; t < ntests; t++) {
 		const char *e = tests[t].seg ? " -e 64K-seg" : tests[t].errh ? " -e" : "";
@@ -454,17 +480,21 @@ int bench_main(int argc, char **argv, const char *self)
 	if (c.json) {
 		printf("  ],\"extents_vs_best_perftest\":%.3f,\"extents_vs_best_perftest_e\":%.3f,"
 		       "\"extents_vs_am_bw_e\":%.3f,\"extents_vs_am_bw_e_seg\":%.3f,"
-		       "\"per_page_ops_ratio\":%.1f}\n",
+		       "\"per_page_ops_ratio\":%.1f,\"single_copy_vs_two_sided\":%.3f}\n",
 		       best > 0 ? g / best : 0, best_e > 0 ? g / best_e : 0,
-		       am_e > 0 ? g / am_e : 0, seg_e > 0 ? g / seg_e : 0, o);
+		       am_e > 0 ? g / am_e : 0, seg_e > 0 ? g / seg_e : 0, o,
+		       two.n ? g / median(two.gbps, two.n) : 0);
 	} else {
-		char segs[64] = "";
+		char segs[128] = "";
 
 		if (seg_e > 0)
 			snprintf(segs, sizeof(segs), ", with hkv-xfer's 64K segments %.2fx",
 				 g / seg_e);
+		if (two.n)
+			snprintf(segs + strlen(segs), sizeof(segs) - strlen(segs),
+				 "; single copy / two-sided %.2fx", g / median(two.gbps, two.n));
 		printf("  extents / best ucx_perftest at the same size: %.2fx (with -e, the same "
-		       "error handling: %.2fx; / am_bw -e, two-sided as hkv-xfer: %.2fx%s); "
+		       "error handling: %.2fx; / am_bw -e: %.2fx%s); "
 		       "per-page / extents operations: %.1fx\n", best > 0 ? g / best : 0,
 		       best_e > 0 ? g / best_e : 0, am_e > 0 ? g / am_e : 0, segs, o);
 	}

@@ -54,7 +54,7 @@ struct args {
 	int timeout_ms;
 	uint64_t reg_chunk;
 	bool json, per_page, verify_all, quiet, readback, read_only;
-	bool remote_seed_set, same_host;
+	bool remote_seed_set, same_host, no_cma;
 	const char *key_file, *name;
 };
 

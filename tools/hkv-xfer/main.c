@@ -59,6 +59,8 @@ static void usage(FILE *f)
 "  --json             one JSON object on stdout\n"
 "  --same-host        the peers are on this host: large messages over shared\n"
 "                     memory, not tcp loopback (HKV_XFER_SAME_HOST)\n"
+"  --no-cma           no single copy between processes of this host: the\n"
+"                     two-sided path only (HKV_XFER_NO_CMA)\n"
 "serve:\n"
 "  --listen HOST:PORT listen (port 0: any; the port is printed)\n"
 "  --count N          peers to serve, one after another (default 1); each\n"
@@ -98,7 +100,7 @@ int parse_backing(const char *s)
 enum { O_PAGES = 256, O_PB, O_BACKING, O_OCC, O_SEED, O_CHUNK, O_INFL, O_TIMEOUT, O_JSON,
        O_LISTEN, O_COUNT, O_VERIFY, O_CONNECT, O_XP, O_TOTAL, O_ROUNDS, O_DEPTH,
        O_PERPAGE, O_RSEED, O_RPAGES, O_NORB, O_HELP, O_QUIET, O_KEYFILE, O_NAME, O_RDONLY,
-       O_SAMEHOST };
+       O_SAMEHOST, O_NOCMA };
 
 static const struct option lopts[] = {
 	{ "pages", 1, 0, O_PAGES }, { "page-bytes", 1, 0, O_PB }, { "backing", 1, 0, O_BACKING },
@@ -111,6 +113,7 @@ static const struct option lopts[] = {
 	{ "remote-pages", 1, 0, O_RPAGES }, { "no-readback", 0, 0, O_NORB },
 	{ "quiet", 0, 0, O_QUIET }, { "key-file", 1, 0, O_KEYFILE }, { "name", 1, 0, O_NAME },
 	{ "read-only", 0, 0, O_RDONLY }, { "same-host", 0, 0, O_SAMEHOST },
+	{ "no-cma", 0, 0, O_NOCMA },
 	{ "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
 };
 
@@ -213,6 +216,9 @@ static int parse_args(int argc, char **argv, bool serve, struct args *a)
 		case O_SAMEHOST:
 			a->same_host = true;
 			break;
+		case O_NOCMA:
+			a->no_cma = true;
+			break;
 		case O_PERPAGE:
 			bad = serve;
 			a->per_page = true;
@@ -285,7 +291,8 @@ int make_xfer(struct hkv_pool *pool, const struct args *a, struct hkv_xfer **x)
 	struct hkv_xfer_opts o = { .sz = sizeof(o), .max_inflight = a->inflight,
 				   .timeout_ms = a->timeout_ms, .reg_chunk_bytes = a->reg_chunk,
 				   .name = a->name, .key_file = a->key_file,
-				   .flags = a->same_host ? HKV_XFER_SAME_HOST : 0 };
+				   .flags = (a->same_host ? HKV_XFER_SAME_HOST : 0) |
+					    (a->no_cma ? HKV_XFER_NO_CMA : 0) };
 	int err = hkv_xfer_create(pool, &o, x);
 
 	if (err)

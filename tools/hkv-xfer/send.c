@@ -102,6 +102,7 @@ static int run_round(struct hkv_xfer *x, struct hkv_xfer_peer *peer, struct slic
 int do_send(const struct args *a)
 {
 	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	bool cma = false;
 	struct hkv_pool *pool, *shadow;
 	struct page_set loc, rem;
 	struct hkv_xfer_peer *peer;
@@ -145,8 +146,10 @@ int do_send(const struct args *a)
 	for (r = 0; r <= a->rounds; r++) {
 		bool check = r == a->rounds;
 
-		if (check)
+		if (check) {
 			hkv_xfer_stats(x, peer, &st);
+			cma = st.cma_out;
+		}
 		for (i = 0; i < n; i++)
 			fill_slice(pool, &s[i], a->pool.page_bytes,
 				   ((uint64_t)r * n + i + 1) | (check ? SALT_FULL : 0));
@@ -184,6 +187,8 @@ int do_send(const struct args *a)
 		json_begin(&j, stdout);
 		json_str(&j, "role", "send");
 		json_bool(&j, "per_page", a->per_page);
+		/* the path the transfers took: the target copied (single copy) */
+		json_bool(&j, "cma", cma);
 		json_u64(&j, "transfers", st.transfers);
 		json_u64(&j, "pages", st.pages);
 		json_u64(&j, "bytes", st.bytes);
