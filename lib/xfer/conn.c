@@ -16,6 +16,7 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 	struct hkv_xfer_peer *p = arg;
 
 	(void)ep;
+	p->ep_broken = true;
 	if (!p->error)
 		p->error = xf_errno(status) == -EINPROGRESS ? -EIO : xf_errno(status);
 }
@@ -164,6 +165,11 @@ HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port
 static void auth_failed(struct hkv_xfer_peer *p, int err)
 {
 	p->gentle = true;	/* a refusal we sent should reach the peer */
+	/* and before our close: UCX may report the close to the peer on its
+	 * connection manager's socket ahead of the refusal on the data one,
+	 * and the peer would take the refusal for nobody listening */
+	if (p->incoming && err == -EACCES)
+		p->linger = xf_coarse_ns() + XF_REFUSED_LINGER_NS;
 	if (err == -EACCES) {
 		p->x->st.auth_failures++;
 		p->x->metrics_dirty = true;
@@ -226,7 +232,11 @@ void xf_on_auth(struct hkv_xfer_peer *p, const void *buf, size_t len)
  * @p: the peer
  * @err: why (-ECONNRESET, -ETIMEDOUT, -EPROTO, -ECANCELED ...)
  */
-void xf_peer_fail(struct hkv_xfer_peer *p, int err)
+/**
+ * xf_peer_ep_close() - close the peer's UCX endpoint (if open)
+ * @p: the peer, failed
+ */
+void xf_peer_ep_close(struct hkv_xfer_peer *p)
 {
 	ucp_request_param_t rp = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
@@ -236,6 +246,16 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 	};
 	void *r;
 
+	if (!p->ep)
+		return;
+	r = ucp_ep_close_nbx(p->ep, &rp);
+	if (UCS_PTR_IS_PTR(r))
+		p->close_req = r;
+	p->ep = NULL;
+}
+
+void xf_peer_fail(struct hkv_xfer_peer *p, int err)
+{
 	if (p->state == XF_PEER_FAILED)
 		return;
 	if (p->state == XF_PEER_READY)
@@ -250,12 +270,8 @@ void xf_peer_fail(struct hkv_xfer_peer *p, int err)
 	xf_tx_fail_peer(p, err);
 	xf_grants_end(p, err);
 	xf_cma_close(p);
-	if (p->ep) {
-		r = ucp_ep_close_nbx(p->ep, &rp);
-		if (UCS_PTR_IS_PTR(r))
-			p->close_req = r;
-		p->ep = NULL;
-	}
+	if (!p->linger)
+		xf_peer_ep_close(p);	/* else xf_peers_reap() closes it */
 	xf_rregs_destroy(p);
 }
 
@@ -291,8 +307,13 @@ void xf_peers_reap(struct hkv_xfer *x)
 			       strerror(-p->error));
 			xf_peer_fail(p, p->error);
 		}
+		/* a refused peer's connection: closed once it closed it or
+		 * the linger passed */
+		if (p->state == XF_PEER_FAILED && p->ep &&
+		    (p->ep_broken || xf_coarse_ns() >= p->linger))
+			xf_peer_ep_close(p);
 		/* an authenticated peer waits for hkv_xfer_accept() to hand it out */
-		if (p->state == XF_PEER_FAILED && xf_peer_closed(p) && !p->ntx &&
+		if (p->state == XF_PEER_FAILED && !p->ep && xf_peer_closed(p) && !p->ntx &&
 		    (p->handed_out ? p->closing : !(p->incoming && p->authed)) && !p->ngrants)
 			xf_peer_free(p);
 	}

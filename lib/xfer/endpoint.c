@@ -301,6 +301,7 @@ HKV_API void hkv_xfer_destroy(struct hkv_xfer *x)
 	for (p = x->peers; p; p = p->next) {
 		p->closing = true;
 		xf_peer_fail(p, -ECANCELED);
+		xf_peer_ep_close(p);	/* a refused peer's, still open */
 	}
 	drain(x);
 	while ((tx = x->txs)) {

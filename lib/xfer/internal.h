@@ -158,7 +158,11 @@ struct hkv_xfer_peer {
 	void *close_req;		/* forced close in progress */
 	int state, error;
 	bool incoming, handed_out, hello_in, closing, authed, gentle, by_uid;
+	bool ep_broken;			/* UCX reported the connection broken */
 	uint64_t npages, page_bytes, auth_deadline;
+	/* a refused peer's connection stays open until it closes it or this
+	 * time passes (0: none), so that the refusal reaches it first */
+	uint64_t linger;
 	unsigned char nonce[XF_NONCE], peer_nonce[XF_NONCE];
 	char name[XF_NAME];		/* the name it authenticated as */
 	uint64_t grant_mem;		/* bytes of grant state it holds */
@@ -331,6 +335,7 @@ bool xf_wire_hdr_ok(const void *buf, size_t len, size_t min, unsigned kind);
 enum { XF_CMA_ON, XF_CMA_OFF, XF_CMA_FAIL };
 #define XF_CMA_MAX_RUNS		1024u	/* runs of one request: IOV_MAX */
 #define XF_CMA_MARGIN_NS	100000000ull	/* no copy this close to the deadline */
+#define XF_REFUSED_LINGER_NS	200000000ull	/* a refused peer: see auth_failed() */
 
 /* one run of a single-copy request: the target's pages, the peer's bytes */
 struct xf_wire_cma_run {
@@ -361,6 +366,7 @@ void xf_cma_workers_stop(struct hkv_xfer *x);
 /* ---- conn.c ------------------------------------------------------------- */
 
 void xf_peer_fail(struct hkv_xfer_peer *p, int err);
+void xf_peer_ep_close(struct hkv_xfer_peer *p);
 struct hkv_xfer_peer *xf_peer_new(struct hkv_xfer *x, bool incoming);
 int xf_peer_ep_create(struct hkv_xfer_peer *p, ucp_ep_params_t *ep);
 bool xf_peer_closed(struct hkv_xfer_peer *p);
