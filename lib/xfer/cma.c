@@ -349,13 +349,18 @@ static void *worker(void *arg)
  * one (at most XF_CMA_THREADS_MAX); NULL where none can be had */
 static struct xf_cma_workers *workers(struct hkv_xfer *x)
 {
-	const char *e = getenv("HUGEKV_XFER_CMA_THREADS");
 	struct xf_cma_workers *w = x->cma_workers;
-	long want = e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	const char *e;
+	long want;
 
 	if (w)
 		return w->owner == getpid() ? w : NULL;
-	if (x->cma_no_workers || want <= 0) {
+	if (x->cma_no_workers)
+		return NULL;
+	/* read once: the first large copy makes them or marks none */
+	e = getenv("HUGEKV_XFER_CMA_THREADS");
+	want = e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	if (want <= 0) {
 		x->cma_no_workers = true;
 		return NULL;
 	}

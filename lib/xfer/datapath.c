@@ -47,6 +47,20 @@ static void reject(struct hkv_xfer *x, struct hkv_xfer_peer *p, void *data,
 		ucp_am_data_release(x->worker, data);
 }
 
+/* the address of pages [page, +npages) of this process's pool if grant g
+ * (live) covers them and one registration holds them all, else NULL: the
+ * one check before any byte of a grant moves, on every path */
+static char *granted(const struct hkv_xfer *x, const struct xf_grant *g, uint64_t page,
+		     uint64_t npages)
+{
+	const struct xf_reg *reg;
+
+	if (!g || g->released || g->ended || !xf_grant_covers(g, page, npages) ||
+	    !(reg = xf_reg_find(x, page)) || page + npages > reg->first_page + reg->npages)
+		return NULL;
+	return reg->base + (page - reg->first_page) * x->page_bytes;
+}
+
 /* ---- target: DATA (a put's payload) ------------------------------------ */
 
 /* receive a rendezvous payload into dst; cb(user) ends it */
@@ -80,7 +94,6 @@ static ucs_status_t data_recv(void *arg, const void *header, size_t hlen, void *
 	struct hkv_xfer *x = arg;
 	struct xf_wire_data hb, *h = &hb;
 	struct hkv_xfer_peer *p = NULL;
-	const struct xf_reg *reg;
 	struct xf_grant *g = NULL;
 	ucs_status_ptr_t r;
 	char *dst;
@@ -91,13 +104,11 @@ static ucs_status_t data_recv(void *arg, const void *header, size_t hlen, void *
 		p = xf_peer_by_ep(x, param->reply_ep);
 	if (p && hlen == sizeof(hb) && data_hdr_ok(&hb, hlen, XF_AM_DATA))
 		g = xf_grant_find(p, h->id, HKV_XFER_OP_PUT);
-	if (!g || g->released || g->ended || !xf_grant_covers(g, h->page, h->npages) ||
-	    length != h->npages * x->page_bytes || !(reg = xf_reg_find(x, h->page)) ||
-	    h->page + h->npages > reg->first_page + reg->npages) {
+	if (!g || length != h->npages * x->page_bytes ||
+	    !(dst = granted(x, g, h->page, h->npages))) {
 		reject(x, p, data, param);
 		return UCS_OK;
 	}
-	dst = reg->base + (h->page - reg->first_page) * x->page_bytes;
 	if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
 		memcpy(dst, data, length);
 		g->bytes_done += length;
@@ -138,16 +149,14 @@ void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 {
 	const struct xf_wire_data *h = buf;
 	struct hkv_xfer *x = p->x;
-	const struct xf_reg *reg = NULL;
 	struct xf_get_send *gs;
+	char *src;
 	struct xf_grant *g = NULL;
 	ucs_status_ptr_t r;
 
 	if (data_hdr_ok(buf, len, XF_AM_GET_REQ))
 		g = xf_grant_find(p, h->id, HKV_XFER_OP_GET);
-	if (!g || g->released || g->ended || !xf_grant_covers(g, h->page, h->npages) ||
-	    !(reg = xf_reg_find(x, h->page)) ||
-	    h->page + h->npages > reg->first_page + reg->npages) {
+	if (!(src = granted(x, g, h->page, h->npages))) {
 		xf_peer_error(p, -EPROTO);
 		return;
 	}
@@ -170,8 +179,7 @@ void xf_on_get_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 
 		g->pending++;
 		r = ucp_am_send_nbx(p->ep, XF_AM_GET_REP, &gs->hdr, sizeof(gs->hdr),
-				    reg->base + (h->page - reg->first_page) * x->page_bytes,
-				    h->npages * x->page_bytes, &rp);
+				    src, h->npages * x->page_bytes, &rp);
 	}
 	if (UCS_PTR_IS_PTR(r))
 		return;
@@ -336,17 +344,14 @@ static void cma_answer(struct hkv_xfer_peer *p, const struct xf_wire_cma *rq, in
 static bool cma_runs(struct hkv_xfer *x, const struct xf_grant *g, const struct xf_wire_cma *rq,
 		     struct iovec *lv, struct iovec *rv, uint64_t *bytes)
 {
-	const struct xf_reg *reg;
 	unsigned i;
 
 	*bytes = 0;
 	for (i = 0; i < rq->n; i++) {
 		const struct xf_wire_cma_run *r = &rq->run[i];
 
-		if (!xf_grant_covers(g, r->page, r->npages) || !(reg = xf_reg_find(x, r->page)) ||
-		    r->page + r->npages > reg->first_page + reg->npages)
+		if (!(lv[i].iov_base = granted(x, g, r->page, r->npages)))
 			return false;
-		lv[i].iov_base = reg->base + (r->page - reg->first_page) * x->page_bytes;
 		lv[i].iov_len = r->npages * x->page_bytes;
 		rv[i].iov_base = (void *)(uintptr_t)r->addr;
 		rv[i].iov_len = lv[i].iov_len;
