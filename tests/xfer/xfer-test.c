@@ -274,6 +274,19 @@ static int xfer(struct side *s, bool get, const struct hkv_extent *l, unsigned n
 	return err ? err : hkv_xfer_wait(s->x, id, 0);
 }
 
+/* l filled with salt's pattern, put to the remote runs r, and got back
+ * into back (zeroed first; it may be l): every byte as put */
+static void put_get_check(struct side *s, const struct hkv_extent *l,
+			  const struct hkv_extent *back, const struct hkv_extent *r, unsigned nr,
+			  unsigned flags, uint64_t salt)
+{
+	fill(s->pool, l, 1, salt);
+	CHECK_EQ(xfer(s, false, l, 1, r, nr, flags, NULL, 0), 0);
+	memset(hkv_page_ptr(s->pool, back->start), 0, back->len * PB);
+	CHECK_EQ(xfer(s, true, back, 1, r, nr, flags, NULL, 0), 0);
+	CHECK_EQ(bad_pages(s->pool, back, 1, salt), 0);
+}
+
 static uint64_t ops_of(struct side *s)
 {
 	struct hkv_xfer_stats st = { .sz = sizeof(st) };
@@ -992,11 +1005,7 @@ static void case_shm_segment(void)
 		side_open(&s, 0, 0);
 		CHECK_EQ(hkv_alloc(s.pool, 96, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
 		CHECK_EQ(hkv_alloc(s.pool, 96, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &back, 1), 1);
-		fill(s.pool, &l, 1, 0x5e6 + user);
-		CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
-		memset(hkv_page_ptr(s.pool, back.start), 0, back.len * PB);
-		CHECK_EQ(xfer(&s, true, &back, 1, &r, 1, 0, NULL, 0), 0);
-		CHECK_EQ(bad_pages(s.pool, &back, 1, 0x5e6 + user), 0);
+		put_get_check(&s, &l, &back, &r, 1, 0, 0x5e6 + user);
 		big = shm_largest();
 		if (want_shm)
 			CHECK(big > 0);
@@ -1048,11 +1057,7 @@ static void case_cma(void)
 	CHECK_EQ(xfer(&s, true, &back, 1, r, 3, 0, NULL, 0), 0);
 	CHECK_EQ(bad_pages(s.pool, &back, 1, 0xc3a1), 0);
 	/* per page: 128 runs, requests of 128 (the heap iovecs at the target) */
-	fill(s.pool, &l, 1, 0xc3a2);
-	CHECK_EQ(xfer(&s, false, &l, 1, r, 3, HKV_XFER_PER_PAGE, NULL, 0), 0);
-	memset(hkv_page_ptr(s.pool, back.start), 0, back.len * PB);
-	CHECK_EQ(xfer(&s, true, &back, 1, r, 3, HKV_XFER_PER_PAGE, NULL, 0), 0);
-	CHECK_EQ(bad_pages(s.pool, &back, 1, 0xc3a2), 0);
+	put_get_check(&s, &l, &back, r, 3, HKV_XFER_PER_PAGE, 0xc3a2);
 	st = peer_stats(&s);
 	CHECK_EQ(st.cma_out, 1);
 	CHECK_EQ(st.failures, 0);
@@ -1206,11 +1211,7 @@ static void case_cma_fallback(void)
 		CHECK_EQ(st.cma_refused, m == 1 || (m == 2 && keep && !strcmp(keep, "fail")));
 		CHECK_EQ(st.cma_in, 0);
 		CHECK_EQ(hkv_alloc(s.pool, 64, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
-		fill(s.pool, &l, 1, 0xfb00 + m);
-		CHECK_EQ(xfer(&s, false, &l, 1, &r, 1, 0, NULL, 0), 0);
-		memset(hkv_page_ptr(s.pool, l.start), 0, l.len * PB);
-		CHECK_EQ(xfer(&s, true, &l, 1, &r, 1, 0, NULL, 0), 0);
-		CHECK_EQ(bad_pages(s.pool, &l, 1, 0xfb00 + m), 0);
+		put_get_check(&s, &l, &l, &r, 1, 0, 0xfb00 + m);
 		CHECK_EQ(peer_stats(&s).failures, 0);
 		CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
 		side_close(&s);
