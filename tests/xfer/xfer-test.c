@@ -1073,11 +1073,14 @@ static void case_cma(void)
 }
 
 /*
- * The initiator claims the pid of a sleeping child of its own (forked
- * after the pool, so the child has the same addresses, remapped private
- * and filled with a pattern): the target must find that the child does not
- * hold the connection's socket, refuse, and serve over the two-sided
- * path; the child's memory is unchanged (its exit status says).
+ * The initiator claims the pid of a sleeping child of its own, which maps
+ * private memory at the addresses of the initiator's pool and fills it
+ * with a pattern: the target must find that the child does not hold the
+ * connection's socket, refuse, and serve over the two-sided path; the
+ * child's memory is unchanged (its exit status says). The child is forked
+ * before the pool (the pid is offered when the side connects) and told the
+ * pool's address afterwards: a pool made, closed and made again need not
+ * land where it was.
  */
 static void case_cma_liar(void)
 {
@@ -1089,18 +1092,16 @@ static void case_cma_liar(void)
 	pid_t victim;
 	struct side s;
 
-	/* the victim takes the addresses of a first side's pool, which the
-	 * second (lying) side's pool gets again */
 	if (pipe(go) || pipe(ready))
 		exit(1);
-	side_open(&s, 0, 0);
-	base = hkv_page_ptr(s.pool, 0);
 	victim = fork();
 	if (victim == 0) {
 		unsigned char *v;
 		uint64_t i, bad = 0;
 
 		close(go[1]);
+		if (read(go[0], &base, sizeof(base)) != sizeof(base))
+			_exit(2);
 		v = mmap(base, 32 * PB, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 		if (v == MAP_FAILED)
@@ -1112,15 +1113,15 @@ static void case_cma_liar(void)
 			bad += v[i] != 0x5a;
 		_exit(bad ? 5 : 0);
 	}
-	CHECK(read(ready[0], &c, 1) == 1);
-	side_close(&s);
-	/* again, lying: both sides claim the victim's pid (the target, forked
-	 * in side_open(), inherits the setting) */
+	/* both sides claim the victim's pid (the target, forked in
+	 * side_open(), inherits the setting) */
 	snprintf(pid, sizeof(pid), "%d", (int)victim);
 	setenv("HUGEKV_XFER_CMA_PID", pid, 1);
 	side_open(&s, 0, 0);
 	unsetenv("HUGEKV_XFER_CMA_PID");
-	CHECK(hkv_page_ptr(s.pool, 0) == base);		/* the victim's addresses */
+	base = hkv_page_ptr(s.pool, 0);
+	CHECK(write(go[1], &base, sizeof(base)) == sizeof(base));
+	CHECK(read(ready[0], &c, 1) == 1);		/* the victim's addresses */
 	CHECK_EQ(peer_stats(&s).cma_out, 0);		/* the target refused */
 	CHECK_EQ(hkv_xfer_stats(s.x, NULL, &st), 0);
 	CHECK_EQ(st.cma_refused, 1);			/* and so did we */
