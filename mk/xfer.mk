@@ -60,11 +60,14 @@ $(BUILD)/hugekv-xfer.pc: mk/xfer.mk | $(BUILD)
 TOOL_DEPS_hkv-xfer := $(BUILD)/libhugekv-xfer.so include/hugekv-xfer.h
 TOOL_LIBS_hkv-xfer := -lhugekv-xfer $(UCX_LIBS)
 
-# the fault and protocol test: a C program that forks its peer
-$(XFER_TEST): tests/xfer/xfer-test.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
+# the fault and protocol test: a C program that forks its peer; linked
+# with the library's objects rather than its .so, so that a case can also
+# speak the wire protocol as a modified peer would (lib/xfer/internal.h)
+$(XFER_TEST): tests/xfer/xfer-test.c $(XFER_OBJS) $(BUILD)/libhugekv.so | $(BUILD)/tests
 	$(call msg,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
-		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< $(XFER_OBJS) -L$(BUILD) \
+		-lhugekv -Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(CRYPTO_LIBS) \
+		$(LIBS) -o $@
 
 # the attacks: plain libucp against a served pool
 $(XFER_ATTACK): tests/xfer/xfer-attack.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
@@ -85,14 +88,17 @@ check-metrics: $(METRICS_GRANTS) $(BUILD)/hkv-xfer
 xfer-test: $(XFER_TEST) $(XFER_ATTACK) $(BUILD)/hkv-xfer
 
 # real UCX endpoints, real hugepages, real network namespaces (root); the
-# protocol and fault cases also under ASan+UBSan (the sanitizer build of
-# check-all, grown by the transfer library and its test)
+# protocol and fault cases also under ASan+UBSan and under TSan (the
+# sanitizer builds of check-all, grown by the transfer library and its test)
 XFER_ASAN	:= $(BUILD)/san-address-undefined
+XFER_TSAN	:= $(BUILD)/san-thread
 check-xfer: $(XFER_TEST) $(XFER_ATTACK) $(BUILD)/hkv-xfer $(filter $(BUILD)/hkv-trace,$(TOOL_BINS))
 	$(Q)python3 Kbuild-docs/sphinx/kerneldoc.py --check include/hugekv-xfer.h Kbuild-docs/core-api
 	$(Q)$(if $(SANITIZE),,$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		BUILD=$(XFER_ASAN) $(XFER_ASAN)/tests/xfer-test)
-	$(Q)tests/xfer/run --build $(BUILD) $(if $(SANITIZE),,--asan $(XFER_ASAN))
+	$(Q)$(if $(SANITIZE),,$(MAKE) --no-print-directory SANITIZE=thread \
+		BUILD=$(XFER_TSAN) $(XFER_TSAN)/tests/xfer-test)
+	$(Q)tests/xfer/run --build $(BUILD) $(if $(SANITIZE),,--asan $(XFER_ASAN) --tsan $(XFER_TSAN))
 
 CHECK_EXTRA	+= check-xfer
 

@@ -29,6 +29,8 @@
  * Any failure (EPERM, ENOSYS, ENOENT: another namespace or host, a lie)
  * answers CMA_ACK with the -errno and the peer stays on the two-sided
  * path; only an answer of 0 moves the initiator's transfers to CMA_REQ.
+ * A peer offers once per connection: a second offer, after either answer,
+ * closes the connection (-EPROTO).
  * Before each copy the target checks the pidfd again, so a peer that died
  * is never written through a reused pid (the kernel's pid and pidfd
  * cannot diverge while the process lives).
@@ -218,10 +220,14 @@ void xf_on_cma_offer(struct hkv_xfer_peer *p, const void *buf, size_t len)
 	const char *why = "";
 	int err;
 
-	if (len != sizeof(o) || !xf_wire_hdr_ok(buf, len, len, XF_AM_CMA_OFFER) || p->cma_in) {
+	/* one offer per connection: each one costs a pidfd and reads of
+	 * /proc (the TCP table, the claimed process's descriptors), which a
+	 * peer refused once must not make this endpoint repeat at its rate */
+	if (len != sizeof(o) || !xf_wire_hdr_ok(buf, len, len, XF_AM_CMA_OFFER) || p->cma_heard) {
 		xf_peer_error(p, -EPROTO);
 		return;
 	}
+	p->cma_heard = true;
 	memcpy(&o, buf, sizeof(o));
 	errno = 0;
 	err = offer_check(p, &o, &why);

@@ -175,6 +175,7 @@ struct hkv_xfer_peer {
 	 * cma_in, we copy for its, into or out of the process cma_pid,
 	 * pinned by cma_pidfd */
 	bool cma_out, cma_in, cma_offered, cma_answered;
+	bool cma_heard;		/* the peer made its one offer (either answer) */
 	int cma_pid, cma_pidfd;
 	unsigned char cma_token[XF_NONCE];	/* read by the peer's probe */
 	struct xf_stats st;
