@@ -912,6 +912,18 @@ struct hkv_page_grants {
  * @auth_failures: connections that failed to authenticate
  * @peers_rejected: connections rejected at the peer limit
  * @peer_grants: per peer, at the index of its @peer entry
+ *
+ * The endpoint's single copy (cross-memory attach between processes of one
+ * host, as struct hkv_xfer_stats counts it), past HKV_PAGE_XFER_SZ1 (a
+ * reader checks @sz):
+ * @cma_out: peers that copy for this endpoint's transfers now
+ * @cma_in: peers this endpoint copies for now
+ * @cma_refused: single-copy offers it refused (those peers stay two-sided)
+ * @cma_calls: process_vm_readv/writev calls it made as a target
+ * @cma_runs: runs (operations) it copied
+ * @cma_bytes: bytes it copied
+ * @cma_faults: single-copy requests that failed (a buffer not mapped, the
+ *	peer gone, past the deadline)
  */
 struct hkv_page_xfer {
 	size_t sz;
@@ -926,10 +938,13 @@ struct hkv_page_xfer {
 	uint64_t grants_refused, grants_refused_limit, grants_refused_busy;
 	uint64_t grants_expired, auth_failures, peers_rejected;
 	struct hkv_page_grants peer_grants[HKV_PAGE_XFER_PEERS];
+	uint64_t cma_out, cma_in, cma_refused, cma_calls, cma_runs, cma_bytes, cma_faults;
 };
 
 /* the first layout of struct hkv_page_xfer: up to @peer */
 #define HKV_PAGE_XFER_SZ0	offsetof(struct hkv_page_xfer, grants)
+/* the second: up to @peer_grants */
+#define HKV_PAGE_XFER_SZ1	offsetof(struct hkv_page_xfer, cma_out)
 
 /**
  * struct hkv_page - a pool's stats page as another process reads it
@@ -982,7 +997,8 @@ HKV_API int hkv_page_dir(char *buf, size_t len);
  * @path: the page's file (in hkv_page_dir())
  * @out: receives it; the caller sets @out->sz (a smaller, older layout,
  *	down to the one whose transfer figures end at their peers, receives
- *	the fields it has)
+ *	the fields it has); a page written by an older library gives
+ *	@out->xfer.sz of its layout and 0 in the fields past it
  *
  * Needs read access to the file only: the publishing process is never
  * entered. The figures are those of one publication (a sequence count

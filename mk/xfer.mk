@@ -75,14 +75,16 @@ $(XFER_ATTACK): tests/xfer/xfer-attack.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/t
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
 		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
 
-# the metrics tests' transfer target under a grant flood (mk/metrics.mk)
-METRICS_GRANTS	:= $(BUILD)/tests/metrics-grants
-$(METRICS_GRANTS): tests/metrics/grants.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
+# the metrics tests' transfer programs (mk/metrics.mk): a target under a
+# grant flood; two processes of this host on the single-copy path
+METRICS_XFER	:= $(BUILD)/tests/metrics-grants $(BUILD)/tests/metrics-cma
+$(METRICS_XFER): $(BUILD)/tests/metrics-%: tests/metrics/%.c tests/metrics/xfer-side.h \
+		$(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
 		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
 
-check-metrics: $(METRICS_GRANTS) $(BUILD)/hkv-xfer
+check-metrics: $(METRICS_XFER) $(BUILD)/hkv-xfer
 
 .PHONY: check-xfer install-xfer xfer-test
 xfer-test: $(XFER_TEST) $(XFER_ATTACK) $(BUILD)/hkv-xfer

@@ -198,6 +198,125 @@ static void test_old_layout(void **state)
 	assert_int_equal(pg->xfer.sz, sizeof(pg->xfer));
 	assert_int_equal(pg->xfer.grants, 0);
 	assert_int_equal(pg->xfer.peer_grants[0].peer, 0);
+	assert_int_equal(pg->xfer.cma_in, 0);
+	free(pg);
+	hkv_pool_destroy(p);
+}
+
+/* read @path as a caller of layout @sz: what it did not get stays 0xcd */
+static void read_as(const char *path, struct hkv_page *pg, size_t sz)
+{
+	memset(pg, 0xcd, sizeof(*pg));
+	pg->sz = sz;
+	assert_int_equal(hkv_page_read(path, pg), 0);
+	assert_int_equal(pg->sz, sz);
+}
+
+/* hand the page @x, publish, read it back as a caller of layout @sz */
+static void publish_read(struct hkv_pool *p, const struct hkv_page_xfer *x, const char *path,
+			 struct hkv_page *pg, size_t sz)
+{
+	assert_int_equal(hkv_page_set_xfer(p, x), 0);
+	assert_int_equal(hkv_stats_publish(p), 0);
+	read_as(path, pg, sz);
+}
+
+/* the single-copy figures of @x (past HKV_PAGE_XFER_SZ1) are those of @want */
+static void assert_cma(const struct hkv_page_xfer *x, const struct hkv_page_xfer *want)
+{
+	assert_memory_equal((const char *)x + HKV_PAGE_XFER_SZ1,
+			    (const char *)want + HKV_PAGE_XFER_SZ1,
+			    sizeof(*x) - HKV_PAGE_XFER_SZ1);
+}
+
+/* where the file's header keeps its sizes (u32 each; the on-disk layout of
+ * PAGE_VERSION 1: magic, version, then these) */
+#define FILE_HDR_BYTES		12
+#define FILE_STATS_BYTES	16
+#define FILE_XFER_BYTES		20
+
+static uint32_t file_u32(const unsigned char *b, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* the second layout (hkv_page_xfer up to peer_grants, before the single
+ * copy): a writer of it, a page file written by a library of it and a
+ * reader of it each get what they know, the rest 0 or untouched; the
+ * present layout round-trips */
+static void test_layout_sz1(void **state)
+{
+	size_t sz1 = offsetof(struct hkv_page, xfer) + HKV_PAGE_XFER_SZ1;
+	struct hkv_pool *p = mkpool(64, 1, "sz1");
+	struct hkv_page *pg = malloc(sizeof(*pg));
+	char path[PATH_MAX], old[PATH_MAX + 16];
+	static const struct hkv_page_xfer none;
+	unsigned char buf[16384];
+	struct hkv_page_xfer x;
+	uint32_t end, old_sz = (uint32_t)HKV_PAGE_XFER_SZ1;
+	ssize_t n;
+	int fd;
+
+	(void)state;
+	assert_non_null(pg);
+	assert_int_equal(HKV_PAGE_XFER_SZ1, offsetof(struct hkv_page_xfer, peer_grants) +
+			 sizeof(x.peer_grants));
+	page_path(p, path, sizeof(path), (int)getpid());
+	/* the present layout, every single-copy figure its own value */
+	memset(&x, 0, sizeof(x));
+	x.sz = sizeof(x);
+	x.endpoints = 1;
+	x.grants = 5;
+	x.cma_out = 1;
+	x.cma_in = 2;
+	x.cma_refused = 3;
+	x.cma_calls = 4;
+	x.cma_runs = 5;
+	x.cma_bytes = 6;
+	x.cma_faults = 7;
+	publish_read(p, &x, path, pg, sizeof(*pg));
+	assert_int_equal(pg->xfer.sz, sizeof(pg->xfer));
+	assert_cma(&pg->xfer, &x);
+	/* a reader of the second layout: up to its end, nothing past it */
+	read_as(path, pg, sz1);
+	assert_int_equal(pg->xfer.sz, HKV_PAGE_XFER_SZ1);
+	assert_int_equal(pg->xfer.grants, 5);
+	assert_int_equal(pg->xfer.cma_out, 0xcdcdcdcdcdcdcdcdull);	/* untouched */
+	assert_int_equal(pg->xfer.cma_faults, 0xcdcdcdcdcdcdcdcdull);
+	/* the file as a library of the second layout wrote it: its xfer part
+	 * ends at HKV_PAGE_XFER_SZ1 (what follows is not read) */
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	end = file_u32(buf, FILE_HDR_BYTES) + file_u32(buf, FILE_STATS_BYTES) + old_sz;
+	assert_int_equal(file_u32(buf, FILE_XFER_BYTES), sizeof(struct hkv_page_xfer));
+	assert_true(n > 0 && end + sizeof(x) - old_sz <= (size_t)n);
+	memset(buf + end, 0xab, sizeof(x) - old_sz);
+	memcpy(buf + FILE_XFER_BYTES, &old_sz, sizeof(old_sz));
+	snprintf(old, sizeof(old), "%s/pool.old.page", dir);
+	fd = open(old, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, (size_t)n), n);
+	close(fd);
+	read_as(old, pg, sizeof(*pg));
+	assert_int_equal(pg->xfer.sz, HKV_PAGE_XFER_SZ1);
+	assert_int_equal(pg->xfer.endpoints, 1);
+	assert_int_equal(pg->xfer.grants, 5);
+	assert_cma(&pg->xfer, &none);
+	unlink(old);
+	/* a writer of the second layout: its unknown fields read 0 */
+	memset(&x, 0xab, sizeof(x));		/* past HKV_PAGE_XFER_SZ1: not read */
+	x.sz = HKV_PAGE_XFER_SZ1;
+	x.endpoints = 1;
+	x.grants = 9;
+	x.npeers = 0;
+	publish_read(p, &x, path, pg, sizeof(*pg));
+	assert_int_equal(pg->xfer.grants, 9);
+	assert_cma(&pg->xfer, &none);
 	free(pg);
 	hkv_pool_destroy(p);
 }
@@ -450,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_evict_age),
 		cmocka_unit_test(test_oldest_pin),
 		cmocka_unit_test(test_old_layout),
+		cmocka_unit_test(test_layout_sz1),
 		cmocka_unit_test(test_publish_in_callback),
 	};
 

@@ -240,6 +240,7 @@ void xf_on_cma_offer(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		       strerror(-err));
 	} else {
 		p->cma_in = true;
+		p->x->metrics_dirty = true;
 		xf_log(3, "peer %llu (\"%s\"): single copy with pid %d", (unsigned long long)p->id,
 		       p->name, o.pid);
 	}

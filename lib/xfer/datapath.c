@@ -423,6 +423,7 @@ void xf_on_cma_req(struct hkv_xfer_peer *p, const void *buf, size_t len)
 		p->st.cma_bytes += bytes;
 		g->bytes_done += bytes;
 	}
+	x->metrics_dirty = true;	/* the page carries the single copy's figures */
 	cma_answer(p, rq, err);
 out:
 	if (l != lv)

@@ -251,7 +251,7 @@ struct hkv_xfer {
 	hkv_xfer_access_fn access;
 	void *access_ctx;
 	unsigned completed;		/* transfers ended by this progress call */
-	bool metrics_dirty;		/* grant figures changed since the last publication */
+	bool metrics_dirty;		/* page figures changed since the last publication */
 	int cma_mode;			/* XF_CMA_*: single copy on, off, failing (tests) */
 	int cma_claim_pid;		/* tests: the pid offered (0 = ours) */
 	struct xf_cma_workers *cma_workers;	/* copy helpers (cma.c), or NULL */

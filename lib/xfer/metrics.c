@@ -4,9 +4,11 @@
  * (hkv_page_set_xfer(), published with the page's next publication): the
  * endpoint's counters, its latency histogram folded into the page's fixed
  * buckets, and the first HKV_PAGE_XFER_PEERS peers; as a target, the
- * grants its peers hold and the ones it refused. Called as a transfer
- * ends, from a progress step after the grant figures changed (at most
- * every XF_METRICS_NS: a clock read otherwise) and when the endpoint is
+ * grants its peers hold and the ones it refused; the single copy's figures
+ * (the peers on it either way, what this endpoint copied for them). Called
+ * as a transfer ends, from a progress step after the figures that change
+ * without a transfer of ours changed (grants, single copy; at most every
+ * XF_METRICS_NS: a clock read otherwise) and when the endpoint is
  * destroyed.
  */
 #include "internal.h"
@@ -74,12 +76,24 @@ static void publish(struct hkv_xfer *x)
 	p.grants_expired = x->st.grants_expired;
 	p.auth_failures = x->st.auth_failures;
 	p.peers_rejected = x->st.peers_rejected;
+	p.cma_refused = x->st.cma_refused;
+	p.cma_calls = x->st.cma_calls;
+	p.cma_runs = x->st.cma_runs;
+	p.cma_bytes = x->st.cma_bytes;
+	p.cma_faults = x->st.cma_faults;
 	memcpy(p.lat_le_ns, lat_le, sizeof(lat_le));
 	fold(&x->st.lat, &p);
-	for (q = x->peers; q && p.npeers < HKV_PAGE_XFER_PEERS; q = q->next) {
-		struct hkv_page_grants *pg = &p.peer_grants[p.npeers];
-		struct hkv_page_peer *pp = &p.peer[p.npeers++];
+	for (q = x->peers; q; q = q->next) {
+		struct hkv_page_grants *pg;
+		struct hkv_page_peer *pp;
 
+		/* the path every peer takes now, as hkv_xfer_stats() counts it */
+		p.cma_out += q->cma_out;
+		p.cma_in += q->cma_in;
+		if (p.npeers == HKV_PAGE_XFER_PEERS)
+			continue;
+		pg = &p.peer_grants[p.npeers];
+		pp = &p.peer[p.npeers++];
 		pp->peer = q->id;
 		pp->transfers = q->st.transfers;
 		pp->failures = q->st.failures;
@@ -111,8 +125,12 @@ void xf_metrics_publish(struct hkv_xfer *x, bool force)
 	static __thread uint64_t last;
 	uint64_t now = xf_coarse_ns();
 
-	if (!force && x == last_x && now - last < XF_METRICS_NS)
+	if (!force && x == last_x && now - last < XF_METRICS_NS) {
+		/* due later: a progress step publishes them then, so the last
+		 * transfers of a burst reach the page too */
+		x->metrics_dirty = true;
 		return;
+	}
 	last_x = x;
 	last = now;
 	publish(x);

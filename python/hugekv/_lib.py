@@ -126,10 +126,13 @@ class PageXfer(ctypes.Structure):
                     "grants", "grants_active", "grant_pages", "grant_bytes", "grant_mem",
                     "grants_refused", "grants_refused_limit", "grants_refused_busy",
                     "grants_expired", "auth_failures", "peers_rejected")] + [
-                ("peer_grants", PageGrants * PAGE_XFER_PEERS)]
+                ("peer_grants", PageGrants * PAGE_XFER_PEERS)] + [(n, c_u64) for n in (
+                    "cma_out", "cma_in", "cma_refused", "cma_calls", "cma_runs",
+                    "cma_bytes", "cma_faults")]
 
 
 PAGE_XFER_SZ0 = PageXfer.grants.offset      # the first layout: up to peer
+PAGE_XFER_SZ1 = PageXfer.cma_out.offset     # the second: up to peer_grants
 
 
 class Page(ctypes.Structure):

@@ -249,6 +249,7 @@ def _xfer_metrics(f, key, x):
         f.counter("hugekv_peer_transfer_bytes", "Bytes moved with each peer.", key, b,
                   ["peer"], [str(peer)])
     _grant_metrics(f, key, x)
+    _cma_metrics(f, key, x)
 
 
 def _refusals(refused, limit, busy):
@@ -292,6 +293,25 @@ def _grant_metrics(f, key, x):
                       "by reason.", key, v, ["peer", "reason"], peer + [reason])
         f.counter("hugekv_peer_grants_expired", "Each peer's grants that passed their "
                   "deadline.", key, g["expired"], ["peer"], peer)
+
+
+def _cma_metrics(f, key, x):
+    """the single copy between processes of one host"""
+    if x["sz"] <= _lib.PAGE_XFER_SZ1:
+        return
+    f.gauge("hugekv_transfer_cma_out_peers", "Peers that copy for the pool's transfers "
+            "(single copy on one host).", key, x["cma_out"])
+    f.gauge("hugekv_transfer_cma_in_peers", "Peers the pool's endpoint copies for (single "
+            "copy on one host).", key, x["cma_in"])
+    f.counter("hugekv_transfer_cma_offers_refused", "Single-copy offers refused (those peers "
+              "stay two-sided).", key, x["cma_refused"])
+    f.counter("hugekv_transfer_cma_calls", "process_vm_readv/writev calls made as a target.",
+              key, x["cma_calls"])
+    f.counter("hugekv_transfer_cma_runs", "Runs (operations) copied as a target.", key,
+              x["cma_runs"])
+    f.counter("hugekv_transfer_cma_bytes", "Bytes copied as a target.", key, x["cma_bytes"])
+    f.counter("hugekv_transfer_cma_faults", "Single-copy requests that failed (a buffer not "
+              "mapped, the peer gone, past the deadline).", key, x["cma_faults"])
 
 
 class HugekvCollector:

@@ -23,20 +23,11 @@
  *
  *   metrics-grants    (stdin/stdout: the checkpoints)
  */
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <hugekv.h>
-#include <hugekv-xfer.h>
+#include "xfer-side.h"
 
-#define NPAGES		512
-#define PB		65536ull
 #define ALLOCATED	384		/* the target's pages [0, ALLOCATED) */
 #define BIG		8		/* gets of BIG_EXT single pages */
 #define BIG_EXT		150
@@ -47,32 +38,6 @@
 
 static const char key[] = "metrics-grants: the key of both sides";
 static const char bad_key[] = "metrics-grants: not the target's key";
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "metrics-grants: %s: %s\n", what, hkv_strerror(err));
-	exit(1);
-}
-
-static struct hkv_pool *pool_new(const char *label)
-{
-	struct hkv_pool_opts o = { .sz = sizeof(o), .npages = NPAGES, .page_bytes = PB,
-				   .numa_node = -1, .label = label };
-	struct hkv_pool *p;
-	int err = hkv_pool_create(&o, &p);
-
-	if (err)
-		die("pool", err);
-	return p;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int endpoint(struct hkv_pool *pool, const char *k, struct hkv_xfer **x)
 {
@@ -96,23 +61,20 @@ static int get(struct hkv_xfer_peer *peer, struct hkv_extent *l, const struct hk
 	return hkv_xfer_get(peer, &rq, &id);
 }
 
-static void initiator(int rfd)
+static void initiator(int rfd, int wfd)
 {
 	static struct hkv_extent big[BIG_EXT];
 	struct hkv_extent lbig, lsmall, r;
 	struct hkv_xfer *bad, *x, *third;
 	struct hkv_xfer_peer *peer;
-	struct hkv_pool *pool = pool_new("grant initiator");
-	unsigned port;
+	struct hkv_pool *pool;
 	char c, addr[64];
 	int err, i;
 
-	if (read(rfd, &port, sizeof(port)) != sizeof(port))
-		exit(1);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-
-	if (hkv_alloc(pool, BIG_EXT, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &lbig, 1) != 1 ||
-	    hkv_alloc(pool, 1, HKV_LANE_ANY, 0, &lsmall, 1) != 1)
+	(void)wfd;
+	target_addr(rfd, addr, sizeof(addr));
+	pool = pool_with("grant initiator", BIG_EXT, &lbig);
+	if (hkv_alloc(pool, 1, HKV_LANE_ANY, 0, &lsmall, 1) != 1)
 		die("alloc", -ENOMEM);
 	/* the wrong key: refused */
 	if ((err = endpoint(pool, bad_key, &bad)))
@@ -160,22 +122,6 @@ static void initiator(int rfd)
 
 /* ---- the target --------------------------------------------------------- */
 
-static void checkpoint(struct hkv_xfer *x, struct hkv_pool *pool)
-{
-	uint64_t t = now_ms();
-	char line[16];
-
-	/* the endpoint publishes changed figures at most every 100 ms */
-	while (now_ms() - t < 300)
-		hkv_xfer_progress(x);
-	if (hkv_stats_publish(pool))
-		die("publish", -EIO);
-	hkv_xfer_stats_print(x, stdout, HKV_PRINT_JSON);
-	fflush(stdout);
-	if (!fgets(line, sizeof(line), stdin))
-		exit(1);
-}
-
 static void progress_until(struct hkv_xfer *x, int (*cond)(const struct hkv_xfer_stats *),
 			   const char *what)
 {
@@ -212,46 +158,20 @@ static int revoked(const struct hkv_xfer_stats *st)
 
 int main(void)
 {
-	struct hkv_pool *pool;
-	struct hkv_extent e;
-	struct hkv_xfer *x;
-	unsigned port;
-	int fds[2], st, rc = 0;
-	pid_t child;
+	struct target t;
+	int st, rc = 0;
 
-	signal(SIGPIPE, SIG_IGN);
-	setenv("HUGEKV_LOG", "error", 0);
-	/* the initiator is forked before UCX starts here */
-	if (pipe(fds))
-		die("pipe", -errno);
-	fflush(NULL);
-	child = fork();
-	if (child < 0)
-		die("fork", -errno);
-	if (child == 0) {
-		close(fds[1]);
-		initiator(fds[0]);
-	}
-	close(fds[0]);
-	pool = pool_new("grant target");
-	if (hkv_alloc(pool, ALLOCATED, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &e, 1) != 1)
-		die("alloc", -ENOMEM);
-	if ((st = endpoint(pool, key, &x)))
+	target_start(&t, "grant target", ALLOCATED, initiator);
+	close(t.from);			/* this initiator answers nothing */
+	if ((st = endpoint(t.pool, key, &t.x)))
 		die("create", st);
-	if ((st = hkv_xfer_listen(x, "127.0.0.1:0", &port)))
-		die("listen", st);
-	if (write(fds[1], &port, sizeof(port)) != sizeof(port))
-		die("write", -errno);
-	progress_until(x, flooded, "flood");
-	checkpoint(x, pool);			/* 1: grants held, refusals counted */
-	progress_until(x, revoked, "deadline revocation");
-	checkpoint(x, pool);			/* 2: the silent peer revoked */
-	close(fds[1]);				/* the initiator goes */
-	if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st))
+	target_listen(&t);
+	progress_until(t.x, flooded, "flood");
+	checkpoint(t.x, t.pool);		/* 1: grants held, refusals counted */
+	progress_until(t.x, revoked, "deadline revocation");
+	checkpoint(t.x, t.pool);		/* 2: the silent peer revoked */
+	close(t.to);				/* the initiator goes */
+	if (waitpid(t.child, &st, 0) != t.child || !WIFEXITED(st) || WEXITSTATUS(st))
 		rc = 1;
-	hkv_xfer_destroy(x);
-	if (hkv_free(pool, &e, 1) || hkv_check(pool) || hkv_available(pool) != NPAGES)
-		rc = 1;
-	hkv_pool_destroy(pool);
-	return rc;
+	return target_end(&t) ? 1 : rc;
 }

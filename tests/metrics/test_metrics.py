@@ -9,6 +9,7 @@ pages that are reported stale.
 
     HKV_BUILD=build /usr/bin/python3 tests/metrics/test_metrics.py
 """
+import importlib.util
 import json
 import os
 import re
@@ -590,6 +591,119 @@ def test_grant_metrics():
         e.close()
 
 
+CMA = os.path.join(BUILD, "tests", "metrics-cma")
+
+# the exported single-copy families, and the library's figure of each
+CMA_FIGURES = [
+    ("hugekv_transfer_cma_out_peers", "cma_out"),
+    ("hugekv_transfer_cma_in_peers", "cma_in"),
+    ("hugekv_transfer_cma_offers_refused_total", "cma_refused"),
+    ("hugekv_transfer_cma_calls_total", "cma_calls"),
+    ("hugekv_transfer_cma_runs_total", "cma_runs"),
+    ("hugekv_transfer_cma_bytes_total", "cma_bytes"),
+    ("hugekv_transfer_cma_faults_total", "cma_faults"),
+]
+
+# hugekv.prometheus's exposition of a page directory (text 0.0.4)
+PY_EXPOSITION = ("import sys\n"
+                 "from prometheus_client import CollectorRegistry, generate_latest\n"
+                 "import hugekv.prometheus as hp\n"
+                 "reg = CollectorRegistry()\n"
+                 "hp.register(reg, host=True, runtime_dir=sys.argv[1])\n"
+                 "sys.stdout.write(generate_latest(reg).decode())\n")
+
+
+def cma_families(text):
+    """the single-copy families of an exposition: type, help, samples"""
+    from prometheus_client.parser import text_string_to_metric_families
+    return {f.name: (f.type, f.documentation, sorted(
+        (s.name, tuple(sorted(s.labels.items())), s.value) for s in f.samples))
+        for f in text_string_to_metric_families(text) if f.name.startswith("hugekv_transfer_cma_")}
+
+
+def test_cma_metrics():
+    """two processes of this host on the single-copy path (metrics-cma):
+    the single-copy figures hkvctl exports for each side's pool equal its
+    library's hkv_xfer_stats; hugekv.prometheus writes the same families;
+    a page of the layout before them has none (in either writer)"""
+    if not os.path.exists(CMA):
+        raise Skip("metrics-cma not built (libucx-dev missing)")
+    e = Env()
+    e.env.update(HUGEKV_LIBRARY=os.path.join(BUILD, "libhugekv.so"),
+                 PYTHONPATH=os.path.join(ROOT, "python"))
+    e.env.pop("HUGEKV_XFER_CMA", None)      # single copy: the default on one host
+    try:
+        tgt = e.spawn([CMA], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        lib = {}
+        for label in ("cma initiator", "cma target"):       # in the order they report
+            line = tgt.stdout.readline()
+            assert line, "metrics-cma ended before the %s's checkpoint" % label
+            lib[label] = json.loads(line)
+        side = {label: j["endpoint"] for label, j in lib.items()}
+        ini, st = side["cma initiator"], side["cma target"]
+        assert ini["cma_out"] == 1 and ini["transfers"] == 12 and ini["failures"] == 0, ini
+        assert st["cma_in"] == 1 and st["cma_refused"] == 1 and st["cma_faults"] == 0, st
+        assert st["cma_runs"] >= 12 and st["cma_calls"] >= 12, st
+        assert st["cma_bytes"] == ini["bytes"] == 12 * 16 * 65536, (st, ini)
+
+        def val(t, name, label):
+            m = re.search(r'^%s\{pool="\d+\.\d+",label="%s"\} (\S+)$' % (
+                re.escape(name), re.escape(label)), t, re.M)
+            return float(m.group(1)) if m else None
+
+        def exported():
+            _, t, _ = run([HKVCTL, "metrics", "--format", "prometheus", "--dir", e.rt], 0)
+            for label, s in side.items():
+                # the last transfers of a burst reach the page too
+                for name, f in CMA_FIGURES + [("hugekv_transfers_total", "transfers"),
+                                              ("hugekv_transfer_bytes_total", "bytes")]:
+                    if val(t, name, label) != s[f]:
+                        exported.bad = (label, name, val(t, name, label), s[f])
+                        return None
+            return t
+        try:
+            text = wait_for("the single-copy figures in hkvctl metrics", exported, 30, 0.1)
+        except AssertionError:
+            raise AssertionError("differ (pool, metric, exported, hkv_xfer_stats): %s"
+                                 % (getattr(exported, "bad", None),))
+        pt = shutil.which("promtool")
+        if pt:
+            rc, out, err = run([pt, "check", "metrics"], stdin=text)
+            assert rc == 0 and not out.strip(), (out, err)
+        _, om, _ = run([HKVCTL, "metrics", "--dir", e.rt], 0)     # OpenMetrics
+        assert "# TYPE hugekv_transfer_cma_bytes counter" in om, om
+        assert "# TYPE hugekv_transfer_cma_in_peers gauge" in om and om.endswith("# EOF\n")
+        # a page of the layout before the single copy: its grants, no single copy
+        sz1 = int(subprocess.run(["/usr/bin/python3", "-c", "import hugekv._lib as l; "
+                                  "print(l.PAGE_XFER_SZ1)"], env=e.env, check=True,
+                                 capture_output=True, text=True).stdout)
+        old = os.path.join(e.tmp, "old")
+        os.mkdir(old, 0o700)
+        page = "pool.%d.%d.page" % (tgt.pid, lib["cma target"]["pool"])
+        with open(os.path.join(e.rt, page), "rb") as f:
+            body = bytearray(f.read())
+        body[20:24] = sz1.to_bytes(4, sys.byteorder)       # the header's xfer_bytes
+        with open(os.path.join(old, page), "wb") as f:
+            f.write(body)
+        _, oldtext, _ = run([HKVCTL, "metrics", "--format", "prometheus", "--dir", old], 0)
+        assert val(oldtext, "hugekv_grants_total", "cma target") == st["grants"], oldtext
+        assert "hugekv_transfer_cma_" not in oldtext, oldtext
+        # hugekv.prometheus: the same families, types, help and samples
+        if importlib.util.find_spec("prometheus_client") is None:
+            raise Skip("python3-prometheus-client missing (scripts/deps.sh); hkvctl checked")
+        for d, want in ((e.rt, text), (old, oldtext)):
+            py = subprocess.run(["/usr/bin/python3", "-c", PY_EXPOSITION, d], env=e.env,
+                                check=True, capture_output=True, text=True).stdout
+            assert cma_families(py) == cma_families(want), (cma_families(py),
+                                                             cma_families(want))
+        assert len(cma_families(text)) == len(CMA_FIGURES), cma_families(text)
+        tgt.stdin.write("\n")
+        tgt.stdin.close()
+        assert tgt.wait(60) == 0, "metrics-cma: a side failed at the end"
+    finally:
+        e.close()
+
+
 # ---- hkv-trace names pools by their labels -------------------------------------------
 def test_trace_shows_labels():
     trace = os.path.join(BUILD, "hkv-trace")
@@ -687,6 +801,7 @@ def test_usage():
 TESTS = [test_usage, test_pages_published_and_removed, test_stale_after_kill9,
          test_promtool_rules, test_dashboard_json, test_promtool_metrics_and_textfile,
          test_top_json_once, test_top_in_tmux, test_transfer_metrics, test_grant_metrics,
+         test_cma_metrics,
          test_trace_shows_labels, test_unprivileged_reader, test_prometheus_scrapes_listen]
 
 

@@ -31,6 +31,9 @@ struct fam {
 	const char *help;
 	void (*emit)(struct om *w, const struct ctl_page *p);
 	bool stale_too;		/* also for pages whose process is gone */
+	/* e_xf_at(): the transfer figure at @at, of pages whose layout
+	 * (hkv_page_xfer.sz) goes past @since */
+	size_t since, at;
 };
 
 static void put_escaped(FILE *f, const char *s)
@@ -488,6 +491,21 @@ static void e_peer_gr_bytes(struct om *w, const struct ctl_page *p) { e_peer_gr(
 static void e_peer_gr_exp(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_EXP); }
 static void e_peer_gr_ref(struct om *w, const struct ctl_page *p) { e_peer_gr(w, p, PG_REF); }
 
+/* one transfer figure, named by its family: from pages of a layout that
+ * carries it */
+static void e_xf_at(struct om *w, const struct ctl_page *p)
+{
+	uint64_t v;
+
+	if (!XF(p)->endpoints || XF(p)->sz <= w->fam->since)
+		return;
+	memcpy(&v, (const char *)XF(p) + w->fam->at, sizeof(v));
+	u64(w, p, NULL, v);
+}
+
+/* the single copy between processes of one host: past HKV_PAGE_XFER_SZ1 */
+#define CMA(f)	e_xf_at, false, HKV_PAGE_XFER_SZ1, offsetof(struct hkv_page_xfer, f)
+
 static const struct fam fams[] = {
 	{ "hugekv_pool", INFO, NULL, "A pool that publishes a stats page.", e_info, true },
 	{ "hugekv_pool_stale", GAUGE, NULL,
@@ -598,7 +616,23 @@ static const struct fam fams[] = {
 	  "Each peer's grant requests refused, by reason (limit, busy, denied).", e_peer_gr_ref },
 	{ "hugekv_peer_grants_expired", COUNTER, NULL,
 	  "Each peer's grants that passed their deadline.", e_peer_gr_exp },
+	{ "hugekv_transfer_cma_out_peers", GAUGE, NULL,
+	  "Peers that copy for the pool's transfers (single copy on one host).", CMA(cma_out) },
+	{ "hugekv_transfer_cma_in_peers", GAUGE, NULL,
+	  "Peers the pool's endpoint copies for (single copy on one host).", CMA(cma_in) },
+	{ "hugekv_transfer_cma_offers_refused", COUNTER, NULL,
+	  "Single-copy offers refused (those peers stay two-sided).", CMA(cma_refused) },
+	{ "hugekv_transfer_cma_calls", COUNTER, NULL,
+	  "process_vm_readv/writev calls made as a target.", CMA(cma_calls) },
+	{ "hugekv_transfer_cma_runs", COUNTER, NULL, "Runs (operations) copied as a target.",
+	  CMA(cma_runs) },
+	{ "hugekv_transfer_cma_bytes", COUNTER, NULL, "Bytes copied as a target.",
+	  CMA(cma_bytes) },
+	{ "hugekv_transfer_cma_faults", COUNTER, NULL,
+	  "Single-copy requests that failed (a buffer not mapped, the peer gone, past the "
+	  "deadline).", CMA(cma_faults) },
 };
+#undef CMA
 
 static void exporter(struct om *w)
 {
