@@ -1231,15 +1231,6 @@ static void case_cma_fallback(void)
  * either protocol; the rendezvous path is tested by the live cases and the
  * two-process transfers.
  */
-/* progress until the peer's first offer is answered or it fails */
-static void cma_answered(struct side *s)
-{
-	for (int i = 0; i < 3000 && !s->peer->cma_answered && !hkv_xfer_peer_error(s->peer); i++) {
-		hkv_xfer_progress(s->x);
-		usleep(1000);
-	}
-}
-
 /*
  * A peer offers its pid once per connection: each offer costs the target
  * a pidfd and reads of /proc. An initiator changed to offer again after
@@ -1255,7 +1246,7 @@ static void case_cma_again(void)
 	setenv("HUGEKV_XFER_CMA", "fail", 1);	/* the target refuses the first */
 	side_open(&s, 0, 0);
 	unsetenv("HUGEKV_XFER_CMA");
-	cma_answered(&s);
+	/* hkv_xfer_connect() returned once the offer was answered */
 	CHECK(s.peer->cma_answered && !s.peer->cma_out);
 	CHECK_EQ(hkv_xfer_peer_error(s.peer), 0);
 	s.peer->cma_offered = s.peer->cma_answered = false;	/* as if never offered */
