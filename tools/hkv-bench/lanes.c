@@ -13,7 +13,9 @@
  * a single-producer ring to the other thread, which frees it. Ops are the
  * allocations plus the frees; time runs until the last handed victim is
  * freed. handoff64 hands victims over 64 at a time (a finished backup's
- * frees); harness64 runs the same threads, ring and batches with stand-ins
+ * frees), freed one hkv_free() call each; handoff64_call frees each batch
+ * in one call (its extents in one array, as an engine can free a finished
+ * backup's pages); harness64 runs the same threads, ring and batches with stand-ins
  * for hkv_alloc() and hkv_free() that do nothing: the hand-over's own cost,
  * the ceiling handoff64 is measured against.
  */
@@ -48,6 +50,7 @@ struct lthread {
 	uint64_t ops;		/* measured: the workload's, 0 for a consumer */
 	struct workload w;	/* this thread's share of the space */
 	bool harness;		/* stand-ins for hkv_alloc() and hkv_free() */
+	bool one_call;		/* handoff consumer: a batch in one hkv_free() */
 	pthread_barrier_t *bar;
 	struct hkv_stats *st0;	/* the pool's counters when measuring starts */
 	uint64_t ns;		/* measured loop */
@@ -63,18 +66,21 @@ struct lcfg {
 	bool handoff;		/* thread 0 allocates, thread 1 frees */
 	unsigned batch;		/* handoff: victims handed over at once */
 	bool harness;		/* handoff without the pool's calls */
+	bool one_call;		/* a handed batch freed in one call */
 };
 
-#define NCFG	6
+#define NCFG	7
 #define CFG_HANDOFF64	4
-#define CFG_HARNESS64	5
+#define CFG_CALL64	5
+#define CFG_HARNESS64	6
 static const struct lcfg lcfgs[NCFG] = {
-	{ "1 thread", "one_thread", 1, 1, false, false, 0, false },
-	{ "2 threads, own lanes", "two_lanes", 2, 2, false, false, 0, false },
-	{ "2 threads, one lane", "one_lane", 2, 1, true, false, 0, false },
-	{ "2 threads, handoff", "handoff", 2, 1, true, true, 1, false },
-	{ "2 threads, handoff 64", "handoff64", 2, 1, true, true, 64, false },
-	{ "harness alone, 64", "harness64", 2, 1, true, true, 64, true },
+	{ "1 thread", "one_thread", 1, 1, false, false, 0, false, false },
+	{ "2 threads, own lanes", "two_lanes", 2, 2, false, false, 0, false, false },
+	{ "2 threads, one lane", "one_lane", 2, 1, true, false, 0, false, false },
+	{ "2 threads, handoff", "handoff", 2, 1, true, true, 1, false, false },
+	{ "2 threads, handoff 64", "handoff64", 2, 1, true, true, 64, false, false },
+	{ "handoff 64, one call", "handoff64_call", 2, 1, true, true, 64, false, true },
+	{ "harness alone, 64", "harness64", 2, 1, true, true, 64, true, false },
 };
 
 struct lanes_opts {
@@ -88,8 +94,10 @@ struct lanes_opts {
 	double deferred[NCFG][LANES_MAX_REPEAT], deferred_med[NCFG];	/* share of frees */
 	/* per-round ratio to one thread: median, lowest, highest */
 	double ratio_med[NCFG], ratio_min[NCFG], ratio_max[NCFG];
-	/* handoff64 over harness64, per round: median, lowest, highest */
+	/* handoff64 and handoff64_call over harness64, per round: median,
+	 * lowest, highest */
 	double share_med, share_min, share_max;
+	double call_share_med, call_share_min, call_share_max;
 	bool run[NCFG];		/* --only: the configurations run (one thread always) */
 };
 
@@ -247,12 +255,49 @@ static void *lt_main(void *arg)
 	return NULL;
 }
 
+/* handoff64_call: free the victims from h up to tail (a published batch)
+ * in one hkv_free() call of all their extents; returns where it stopped
+ * (tail, or where a victim did not fit the array: freed one by one) */
+static uint64_t free_batch(struct lthread *t, struct ring *r, uint64_t h, uint64_t tail,
+			   struct hkv_extent **batch, size_t *cap)
+{
+	uint64_t h0 = h;
+	size_t n = 0;
+
+	for (; h < tail; h++) {
+		const struct rec *x = &r->slot[h % RING_SIZE];
+
+		if (n + x->n > *cap) {
+			size_t c = 2 * *cap > n + x->n ? 2 * *cap : n + x->n + 256;
+			struct hkv_extent *b = realloc(*batch, c * sizeof(*b));
+
+			if (!b)
+				break;
+			*batch = b;
+			*cap = c;
+		}
+		memcpy(*batch + n, x->n == 1 ? &x->one : x->many, x->n * sizeof(**batch));
+		n += x->n;
+	}
+	if (n && !t->err)
+		t->err = hkv_free(t->pool, *batch, (unsigned)n);
+	for (; h0 < h; h0++) {
+		struct rec *x = &r->slot[h0 % RING_SIZE];
+
+		free(x->many);
+		x->many = NULL;
+	}
+	return h;
+}
+
 /* handoff consumer: free what the producer hands over until it is done;
  * its frees are counted in the producer's ops (one per victim handed) */
 static void *lt_consumer(void *arg)
 {
 	struct lthread *t = arg;
 	struct ring *r = t->ring;
+	struct hkv_extent *batch = NULL;
+	size_t cap = 0;
 	uint64_t h = 0, t0;
 
 	lt_pin(t);
@@ -268,6 +313,8 @@ static void *lt_consumer(void *arg)
 			sched_yield();
 			continue;
 		}
+		if (t->one_call)
+			h = free_batch(t, r, h, tail, &batch, &cap);
 		for (; h < tail; h++) {
 			struct rec *x = &r->slot[h % RING_SIZE];
 
@@ -280,6 +327,7 @@ static void *lt_consumer(void *arg)
 	}
 	t->ns = now_ns() - t0;
 	t->ops = 0;
+	free(batch);
 	return NULL;
 }
 
@@ -335,6 +383,7 @@ static int lanes_once(struct lanes_opts *o, const struct lcfg *cfg, unsigned rep
 			.pool = pool, .lane = cfg->shared ? 0 : i,
 			.cpu = (unsigned)(ncpu > 1 ? i % ncpu : 0),
 			.ops = o->ops, .bar = &bar, .st0 = &st0, .harness = cfg->harness,
+			.one_call = cfg->one_call,
 			.w = { .npages = o->pages / cfg->threads, .occupancy = o->occupancy,
 			       .burnin = 1, .ops = o->ops, .sizes = o->sizes,
 			       .seed = 1000 * rep + i + 1 },
@@ -376,8 +425,9 @@ static const char lanes_usage[] =
 "index-only pool at the target occupancy (random victims, default sizes);\n"
 "and handoff: one thread allocates and hands each victim to a second\n"
 "thread that frees it (both on one lane); handoff64: the victims handed over\n"
-"64 at a time; harness64: the same hand-over with calls that do nothing (its\n"
-"own cost: handoff64's ceiling, reported as handoff64's share of it).\n"
+"64 at a time; handoff64_call: each batch freed in one hkv_free() call;\n"
+"harness64: the same hand-over with calls that do nothing (its own cost:\n"
+"the handoffs' ceiling, reported as their share of it).\n"
 "\n"
 "  --pages N            pages in the pool (default 1M)\n"
 "  --ops N              measured ops per thread (default 1M)\n"
@@ -386,7 +436,7 @@ static const char lanes_usage[] =
 "  --repeat R           rounds (each runs every configuration once, order\n"
 "                       alternating); medians reported (default 3)\n"
 "  --only LIST          run only these of two_lanes, one_lane, handoff,\n"
-"                       handoff64, harness64\n"
+"                       handoff64, handoff64_call, harness64\n"
 "                       (comma-separated); one thread, the reference of\n"
 "                       every ratio, always runs\n";
 
@@ -425,7 +475,7 @@ static int lanes_only(struct lanes_opts *o, const char *arg)
 				break;
 		if (c == NCFG) {
 			fprintf(stderr, "hkv-bench lanes: --only: '%.*s' is none of two_lanes, "
-				"one_lane, handoff, handoff64, harness64\n", (int)n, p);
+				"one_lane, handoff, handoff64, handoff64_call, harness64\n", (int)n, p);
 			return -EINVAL;
 		}
 		run[c] = true;
@@ -468,6 +518,20 @@ static int lanes_validate(void *st, int json)
 			  HKV_BENCH_MIN(o->pages / 32, LANES_MAX_SIZE));
 }
 
+
+/* configuration c over harness64, per round: median, lowest, highest */
+static void harness_share(const struct lanes_opts *o, int c, double *med, double *lo,
+			  double *hi)
+{
+	double share[LANES_MAX_REPEAT];
+
+	for (unsigned r = 0; r < o->repeat; r++)
+		share[r] = o->mops[CFG_HARNESS64][r] > 0 ?
+			   o->mops[c][r] / o->mops[CFG_HARNESS64][r] : 0;
+	*med = median_d(share, o->repeat);	/* sorted: the range at the ends */
+	*lo = share[0];
+	*hi = share[o->repeat - 1];
+}
 static int lanes_measure(void *st)
 {
 	struct lanes_opts *o = st;
@@ -497,16 +561,11 @@ static int lanes_measure(void *st)
 		o->ratio_min[c] = ratio[0];
 		o->ratio_max[c] = ratio[o->repeat - 1];
 	}
-	if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64]) {
-		double share[LANES_MAX_REPEAT];
-
-		for (unsigned r = 0; r < o->repeat; r++)
-			share[r] = o->mops[CFG_HARNESS64][r] > 0 ?
-				   o->mops[CFG_HANDOFF64][r] / o->mops[CFG_HARNESS64][r] : 0;
-		o->share_med = median_d(share, o->repeat);
-		o->share_min = share[0];
-		o->share_max = share[o->repeat - 1];
-	}
+	if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64])
+		harness_share(o, CFG_HANDOFF64, &o->share_med, &o->share_min, &o->share_max);
+	if (o->run[CFG_CALL64] && o->run[CFG_HARNESS64])
+		harness_share(o, CFG_CALL64, &o->call_share_med, &o->call_share_min,
+			      &o->call_share_max);
 	return 0;
 }
 
@@ -529,6 +588,9 @@ static void lanes_report(void *st, struct json *j)
 		if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64])
 			printf("  handoff 64 / harness alone: %.2f [%.2f-%.2f]\n", o->share_med,
 			       o->share_min, o->share_max);
+		if (o->run[CFG_CALL64] && o->run[CFG_HARNESS64])
+			printf("  handoff 64, one call / harness alone: %.2f [%.2f-%.2f]\n",
+			       o->call_share_med, o->call_share_min, o->call_share_max);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
 		       "   round's 1-thread figure; served: calls the lane's holder ran for a\n"
 		       "   waiting thread; deferred: frees answered at once, run by the holder)\n");
@@ -547,6 +609,8 @@ static void lanes_report(void *st, struct json *j)
 		json_dbl(j, "handoff_mops", o->med[3]);
 	if (o->run[CFG_HANDOFF64])
 		json_dbl(j, "handoff64_mops", o->med[CFG_HANDOFF64]);
+	if (o->run[CFG_CALL64])
+		json_dbl(j, "handoff64_call_mops", o->med[CFG_CALL64]);
 	if (o->run[CFG_HARNESS64])
 		json_dbl(j, "harness64_mops", o->med[CFG_HARNESS64]);
 	if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64]) {
@@ -554,6 +618,13 @@ static void lanes_report(void *st, struct json *j)
 		json_arr(j, "handoff64_harness_share_range");
 		json_dbl(j, NULL, o->share_min);
 		json_dbl(j, NULL, o->share_max);
+		json_arr_end(j);
+	}
+	if (o->run[CFG_CALL64] && o->run[CFG_HARNESS64]) {
+		json_dbl(j, "handoff64_call_harness_share", o->call_share_med);
+		json_arr(j, "handoff64_call_harness_share_range");
+		json_dbl(j, NULL, o->call_share_min);
+		json_dbl(j, NULL, o->call_share_max);
 		json_arr_end(j);
 	}
 	for (int c = 1; c < NCFG; c++) {
@@ -586,6 +657,8 @@ static void lanes_report(void *st, struct json *j)
 		json_dbl(j, "handoff64_served_share", o->served_med[CFG_HANDOFF64]);
 		json_dbl(j, "handoff64_deferred_share", o->deferred_med[CFG_HANDOFF64]);
 	}
+	if (o->run[CFG_CALL64])
+		json_dbl(j, "handoff64_call_served_share", o->served_med[CFG_CALL64]);
 }
 
 static void lanes_fini(void *st)
