@@ -15,7 +15,8 @@
  * freed. handoff64 hands victims over 64 at a time (a finished backup's
  * frees), freed one hkv_free() call each; handoff64_call frees each batch
  * in one call (its extents in one array, as an engine can free a finished
- * backup's pages); harness64 runs the same threads, ring and batches with stand-ins
+ * backup's pages: one call for the lane's holder to run, not 64 queued
+ * frees); harness64 runs the same threads, ring and batches with stand-ins
  * for hkv_alloc() and hkv_free() that do nothing: the hand-over's own cost,
  * the ceiling handoff64 is measured against.
  */
