@@ -997,8 +997,9 @@ HKV_API int hkv_page_dir(char *buf, size_t len);
  * @path: the page's file (in hkv_page_dir())
  * @out: receives it; the caller sets @out->sz (a smaller, older layout,
  *	down to the one whose transfer figures end at their peers, receives
- *	the fields it has); a page written by an older library gives
- *	@out->xfer.sz of its layout and 0 in the fields past it
+ *	the fields it has); a page written by an older library, or whose
+ *	transfer figures came from an older caller of hkv_page_set_xfer(),
+ *	gives @out->xfer.sz of that layout and 0 in the fields past it
  *
  * Needs read access to the file only: the publishing process is never
  * entered. The figures are those of one publication (a sequence count
@@ -1026,7 +1027,8 @@ HKV_API int hkv_stats_publish(struct hkv_pool *pool);
  * hkv_page_set_xfer() - hand a pool's stats page its transfer figures
  * @pool: the pool
  * @x: the figures (@x->sz set, at least HKV_PAGE_XFER_SZ0: fields past an
- *	older caller's @x->sz read 0); published with the next publication
+ *	older caller's @x->sz read 0, and a reader's xfer.sz says where they
+ *	end); published with the next publication
  *
  * Called by the transfer library for the pool its endpoint serves.
  *

@@ -398,7 +398,9 @@ HKV_API int hkv_page_set_xfer(struct hkv_pool *pool, const struct hkv_page_xfer 
 	/* a caller of an older layout: the fields it does not know read 0 */
 	memset(&pg->xfer, 0, sizeof(pg->xfer));
 	memcpy(&pg->xfer, x, HKV_MIN(x->sz, sizeof(pg->xfer)));
-	pg->xfer.sz = sizeof(pg->xfer);
+	/* the layout filled, for readers: a newer library under an older
+	 * transfer library leaves the figures that one lacks absent, not 0 */
+	pg->xfer.sz = HKV_MIN(x->sz, sizeof(pg->xfer));
 	pthread_mutex_unlock(&pg->lock);
 	return 0;
 }
@@ -478,7 +480,10 @@ static void page_fill(struct hkv_page *p, const char *buf)
 	memcpy(&p->stats, buf + h->hdr_bytes, ssz);
 	p->stats.sz = ssz;
 	memcpy(&p->xfer, buf + h->hdr_bytes + h->stats_bytes, xsz);
-	p->xfer.sz = xsz;
+	/* the layout its writer filled (hkv_page_set_xfer()), if smaller than
+	 * the file's; older libraries stamped the file's own */
+	if (p->xfer.sz < HKV_PAGE_XFER_SZ0 || p->xfer.sz > xsz)
+		p->xfer.sz = xsz;
 }
 
 /* the whole page, then as much of it as the caller's layout holds */
