@@ -670,6 +670,13 @@ def test_cma_metrics():
         if pt:
             rc, out, err = run([pt, "check", "metrics"], stdin=text)
             assert rc == 0 and not out.strip(), (out, err)
+        # hkvctl metrics --json: the same figures under transfer.single_copy
+        pools = {p["label"]: p for p in run_json([HKVCTL, "metrics", "--json", "--dir",
+                                                   e.rt])["pools"]}
+        for label, s in side.items():
+            x = pools[label]["transfer"]
+            assert x["transfers"] == s["transfers"] and x["bytes"] == s["bytes"], (x, s)
+            assert x["single_copy"] == {f: s[f] for _, f in CMA_FIGURES}, (label, x, s)
         _, om, _ = run([HKVCTL, "metrics", "--dir", e.rt], 0)     # OpenMetrics
         assert "# TYPE hugekv_transfer_cma_bytes counter" in om, om
         assert "# TYPE hugekv_transfer_cma_in_peers gauge" in om and om.endswith("# EOF\n")
@@ -688,6 +695,8 @@ def test_cma_metrics():
         _, oldtext, _ = run([HKVCTL, "metrics", "--format", "prometheus", "--dir", old], 0)
         assert val(oldtext, "hugekv_grants_total", "cma target") == st["grants"], oldtext
         assert "hugekv_transfer_cma_" not in oldtext, oldtext
+        x = run_json([HKVCTL, "metrics", "--json", "--dir", old])["pools"][0]["transfer"]
+        assert x["grants"]["grants"] == st["grants"] and "single_copy" not in x, x
         # hugekv.prometheus: the same families, types, help and samples
         if importlib.util.find_spec("prometheus_client") is None:
             raise Skip("python3-prometheus-client missing (scripts/deps.sh); hkvctl checked")

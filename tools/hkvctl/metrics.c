@@ -58,6 +58,45 @@ struct mopts {
 };
 
 /* ---- JSON ---------------------------------------------------------------- */
+#define XF_FIELD(m)	JSON_FIELD(struct hkv_page_xfer, m, JSON_U64)
+
+/* the endpoint's figures; the target's grants and the single copy past the
+ * layouts that carry them (hkv_page_xfer.sz) */
+static const struct json_field xfer_fields[] = {
+	XF_FIELD(endpoints), XF_FIELD(transfers), XF_FIELD(failures), XF_FIELD(timeouts),
+	XF_FIELD(refused), XF_FIELD(ops), XF_FIELD(bytes), XF_FIELD(pages),
+	XF_FIELD(peer_failures),
+};
+static const struct json_field grant_fields[] = {
+	XF_FIELD(grants), XF_FIELD(grants_active), XF_FIELD(grant_pages),
+	XF_FIELD(grant_bytes), XF_FIELD(grant_mem), XF_FIELD(grants_refused),
+	XF_FIELD(grants_refused_limit), XF_FIELD(grants_refused_busy),
+	XF_FIELD(grants_expired), XF_FIELD(auth_failures), XF_FIELD(peers_rejected),
+};
+static const struct json_field cma_fields[] = {
+	XF_FIELD(cma_out), XF_FIELD(cma_in), XF_FIELD(cma_refused), XF_FIELD(cma_calls),
+	XF_FIELD(cma_runs), XF_FIELD(cma_bytes), XF_FIELD(cma_faults),
+};
+
+static void json_xfer(struct json *j, const struct hkv_page_xfer *x)
+{
+	if (!x->endpoints)
+		return;
+	json_obj(j, "transfer");
+	json_fields(j, x, xfer_fields, JSON_NFIELDS(xfer_fields));
+	if (x->sz > HKV_PAGE_XFER_SZ0) {
+		json_obj(j, "grants");
+		json_fields(j, x, grant_fields, JSON_NFIELDS(grant_fields));
+		json_close(j);
+	}
+	if (x->sz > HKV_PAGE_XFER_SZ1) {
+		json_obj(j, "single_copy");
+		json_fields(j, x, cma_fields, JSON_NFIELDS(cma_fields));
+		json_close(j);
+	}
+	json_close(j);
+}
+
 static void json_page(struct json *j, const struct ctl_page *p, uint64_t now)
 {
 	const struct hkv_stats *st = &p->pg.stats;
@@ -94,6 +133,7 @@ static void json_page(struct json *j, const struct ctl_page *p, uint64_t now)
 	json_dbl(j, "oldest_pin_s", ctl_page_oldest_pin_s(&p->pg, now));
 	json_u64(j, "transfers", p->pg.xfer.transfers);
 	json_u64(j, "transfer_failures", p->pg.xfer.failures);
+	json_xfer(j, &p->pg.xfer);
 	json_close(j);
 }
 
