@@ -98,6 +98,8 @@ struct xf_tx;
 void xf_stats_submit(struct xf_stats *s, const struct xf_tx *tx);
 void xf_stats_done(struct xf_stats *s, const struct xf_tx *tx, uint64_t ns);
 void xf_hist_add(struct xf_hist *h, uint64_t v);
+void xf_cma_paths(const struct hkv_xfer *x, const struct hkv_xfer_peer *peer, uint64_t *out,
+		  uint64_t *in);
 uint64_t xf_hist_pct(const struct xf_hist *h, double pct);
 /* metrics.c: the figures into the pool's stats page (rate-limited; a
  * change of x->metrics_dirty left by the limit goes with a later step) */

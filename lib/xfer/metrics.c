@@ -83,17 +83,10 @@ static void publish(struct hkv_xfer *x)
 	p.cma_faults = x->st.cma_faults;
 	memcpy(p.lat_le_ns, lat_le, sizeof(lat_le));
 	fold(&x->st.lat, &p);
-	for (q = x->peers; q; q = q->next) {
-		struct hkv_page_grants *pg;
-		struct hkv_page_peer *pp;
-
-		/* the path every peer takes now, as hkv_xfer_stats() counts it */
-		p.cma_out += q->cma_out;
-		p.cma_in += q->cma_in;
-		if (p.npeers == HKV_PAGE_XFER_PEERS)
-			continue;
-		pg = &p.peer_grants[p.npeers];
-		pp = &p.peer[p.npeers++];
+	xf_cma_paths(x, NULL, &p.cma_out, &p.cma_in);
+	for (q = x->peers; q && p.npeers < HKV_PAGE_XFER_PEERS; q = q->next) {
+		struct hkv_page_grants *pg = &p.peer_grants[p.npeers];
+		struct hkv_page_peer *pp = &p.peer[p.npeers++];
 		pp->peer = q->id;
 		pp->transfers = q->st.transfers;
 		pp->failures = q->st.failures;

@@ -169,13 +169,32 @@ static void fill(const struct xf_stats *s, struct hkv_xfer_stats *st)
 	st->cma_faults = s->cma_faults;
 }
 
+/**
+ * xf_cma_paths() - the peers on the single copy now, each way
+ * @x: the endpoint
+ * @peer: one of its peers, or NULL for all of them
+ * @out: receives the peers that copy for our transfers (cma_out)
+ * @in: receives the peers we copy for (cma_in)
+ */
+void xf_cma_paths(const struct hkv_xfer *x, const struct hkv_xfer_peer *peer, uint64_t *out,
+		  uint64_t *in)
+{
+	const struct hkv_xfer_peer *p;
+
+	*out = *in = 0;
+	for (p = x->peers; p; p = p->next)
+		if (!peer || p == peer) {
+			*out += p->cma_out;
+			*in += p->cma_in;
+		}
+}
+
 /* the first layout of struct hkv_xfer_stats: up to @slow */
 #define XF_STATS_V1	offsetof(struct hkv_xfer_stats, auth_failures)
 
 HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer *peer,
 			   struct hkv_xfer_stats *st)
 {
-	const struct hkv_xfer_peer *p;
 	struct hkv_xfer_stats full;
 	size_t sz;
 
@@ -187,11 +206,7 @@ HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer 
 	full.peers = peer ? peer->state == XF_PEER_READY : x->st.peers;
 	if (peer)
 		full.grant_mem = peer->grant_mem;
-	for (p = x->peers; p; p = p->next)
-		if (!peer || p == peer) {	/* the path each peer takes now */
-			full.cma_out += p->cma_out;
-			full.cma_in += p->cma_in;
-		}
+	xf_cma_paths(x, peer, &full.cma_out, &full.cma_in);
 	full.sz = st->sz;
 	memcpy(st, &full, sz);
 	return 0;
