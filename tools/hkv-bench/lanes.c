@@ -74,6 +74,8 @@ struct lcfg {
 #define CFG_HANDOFF64	4
 #define CFG_CALL64	5
 #define CFG_HARNESS64	6
+/* the configurations reported as a share of harness64 */
+#define CFG_SHARES(c)	((c) == CFG_HANDOFF64 || (c) == CFG_CALL64)
 static const struct lcfg lcfgs[NCFG] = {
 	{ "1 thread", "one_thread", 1, 1, false, false, 0, false, false },
 	{ "2 threads, own lanes", "two_lanes", 2, 2, false, false, 0, false, false },
@@ -95,10 +97,9 @@ struct lanes_opts {
 	double deferred[NCFG][LANES_MAX_REPEAT], deferred_med[NCFG];	/* share of frees */
 	/* per-round ratio to one thread: median, lowest, highest */
 	double ratio_med[NCFG], ratio_min[NCFG], ratio_max[NCFG];
-	/* handoff64 and handoff64_call over harness64, per round: median,
-	 * lowest, highest */
-	double share_med, share_min, share_max;
-	double call_share_med, call_share_min, call_share_max;
+	/* handoff64 and handoff64_call (CFG_SHARES) over harness64, per round:
+	 * median, lowest, highest */
+	double share_med[NCFG], share_min[NCFG], share_max[NCFG];
 	bool run[NCFG];		/* --only: the configurations run (one thread always) */
 };
 
@@ -519,20 +520,25 @@ static int lanes_validate(void *st, int json)
 			  HKV_BENCH_MIN(o->pages / 32, LANES_MAX_SIZE));
 }
 
-
 /* configuration c over harness64, per round: median, lowest, highest */
-static void harness_share(const struct lanes_opts *o, int c, double *med, double *lo,
-			  double *hi)
+static void harness_share(struct lanes_opts *o, int c)
 {
 	double share[LANES_MAX_REPEAT];
 
 	for (unsigned r = 0; r < o->repeat; r++)
 		share[r] = o->mops[CFG_HARNESS64][r] > 0 ?
 			   o->mops[c][r] / o->mops[CFG_HARNESS64][r] : 0;
-	*med = median_d(share, o->repeat);	/* sorted: the range at the ends */
-	*lo = share[0];
-	*hi = share[o->repeat - 1];
+	o->share_med[c] = median_d(share, o->repeat);	/* sorted: the range at the ends */
+	o->share_min[c] = share[0];
+	o->share_max[c] = share[o->repeat - 1];
 }
+
+/* is configuration c reported as a share of harness64 (both ran)? */
+static bool has_share(const struct lanes_opts *o, int c)
+{
+	return CFG_SHARES(c) && o->run[c] && o->run[CFG_HARNESS64];
+}
+
 static int lanes_measure(void *st)
 {
 	struct lanes_opts *o = st;
@@ -562,11 +568,9 @@ static int lanes_measure(void *st)
 		o->ratio_min[c] = ratio[0];
 		o->ratio_max[c] = ratio[o->repeat - 1];
 	}
-	if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64])
-		harness_share(o, CFG_HANDOFF64, &o->share_med, &o->share_min, &o->share_max);
-	if (o->run[CFG_CALL64] && o->run[CFG_HARNESS64])
-		harness_share(o, CFG_CALL64, &o->call_share_med, &o->call_share_min,
-			      &o->call_share_max);
+	for (int c = 0; c < NCFG; c++)
+		if (has_share(o, c))
+			harness_share(o, c);
 	return 0;
 }
 
@@ -586,12 +590,10 @@ static void lanes_report(void *st, struct json *j)
 				       lcfgs[c].name, o->med[c], o->ratio_med[c],
 				       o->ratio_min[c], o->ratio_max[c], 100 * o->served_med[c],
 				       100 * o->deferred_med[c]);
-		if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64])
-			printf("  handoff 64 / harness alone: %.2f [%.2f-%.2f]\n", o->share_med,
-			       o->share_min, o->share_max);
-		if (o->run[CFG_CALL64] && o->run[CFG_HARNESS64])
-			printf("  handoff 64, one call / harness alone: %.2f [%.2f-%.2f]\n",
-			       o->call_share_med, o->call_share_min, o->call_share_max);
+		for (int c = 0; c < NCFG; c++)
+			if (has_share(o, c))
+				printf("  %s / harness alone: %.2f [%.2f-%.2f]\n", lcfgs[c].name,
+				       o->share_med[c], o->share_min[c], o->share_max[c]);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
 		       "   round's 1-thread figure; served: calls the lane's holder ran for a\n"
 		       "   waiting thread; deferred: frees answered at once, run by the holder)\n");
@@ -614,18 +616,17 @@ static void lanes_report(void *st, struct json *j)
 		json_dbl(j, "handoff64_call_mops", o->med[CFG_CALL64]);
 	if (o->run[CFG_HARNESS64])
 		json_dbl(j, "harness64_mops", o->med[CFG_HARNESS64]);
-	if (o->run[CFG_HANDOFF64] && o->run[CFG_HARNESS64]) {
-		json_dbl(j, "handoff64_harness_share", o->share_med);
-		json_arr(j, "handoff64_harness_share_range");
-		json_dbl(j, NULL, o->share_min);
-		json_dbl(j, NULL, o->share_max);
-		json_arr_end(j);
-	}
-	if (o->run[CFG_CALL64] && o->run[CFG_HARNESS64]) {
-		json_dbl(j, "handoff64_call_harness_share", o->call_share_med);
-		json_arr(j, "handoff64_call_harness_share_range");
-		json_dbl(j, NULL, o->call_share_min);
-		json_dbl(j, NULL, o->call_share_max);
+	for (int c = 0; c < NCFG; c++) {
+		char key[48];
+
+		if (!has_share(o, c))
+			continue;
+		snprintf(key, sizeof(key), "%s_harness_share", lcfgs[c].key);
+		json_dbl(j, key, o->share_med[c]);
+		snprintf(key, sizeof(key), "%s_harness_share_range", lcfgs[c].key);
+		json_arr(j, key);
+		json_dbl(j, NULL, o->share_min[c]);
+		json_dbl(j, NULL, o->share_max[c]);
 		json_arr_end(j);
 	}
 	for (int c = 1; c < NCFG; c++) {
