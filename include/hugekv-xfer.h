@@ -159,6 +159,16 @@
  * key. The name of a peer admitted so is only its claim. With the flag, an
  * endpoint may have no key at all (peers of its uid only).
  *
+ * FORK. An endpoint belongs to the process that created it: a fork()
+ * child shares its UCX sockets and shared memory with the parent, so the
+ * child must neither read from them nor close them. In a child, every
+ * call on an endpoint or peer created before the fork returns -ECHILD and
+ * does nothing (hkv_xfer_create() on a pool created before it too);
+ * hkv_xfer_peer_close() does nothing, and hkv_xfer_destroy() only wipes
+ * the child's copy of the keys: what UCX holds stays allocated in the
+ * child until it exits or execs, and the parent's connections and copy
+ * helpers carry on untouched.
+ *
  * BOUNDED GRANTS. A grant not released by its deadline (@grant_timeout_ms)
  * closes the peer's connection: each grant it holds ends with -ETIMEDOUT
  * (the access callback sees the END, pins go back) once UCX has cancelled
@@ -471,7 +481,8 @@ typedef int (*hkv_xfer_access_fn)(void *ctx, struct hkv_xfer_peer *peer,
  * and not HKV_XFER_SAME_UID),
  * -EPERM (a keyring file of another user, or readable by others), -ENOENT
  * and other -errno of opening the keyring file, -ENOMEM, -EIO (UCX
- * failed; the log says how).
+ * failed; the log says how), -ECHILD (@pool was created before a fork()
+ * of this process).
  */
 HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *opts,
 			    struct hkv_xfer **out);
@@ -481,7 +492,8 @@ HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *o
  * @x: the endpoint, or NULL (no-op)
  *
  * Transfers still in flight fail with -ECANCELED (their callbacks run and
- * their pins are released) before the memory is deregistered.
+ * their pins are released) before the memory is deregistered. In a fork()
+ * child of the creating process it only wipes the keys (FORK above).
  */
 HKV_API void hkv_xfer_destroy(struct hkv_xfer *x);
 
@@ -492,7 +504,7 @@ HKV_API void hkv_xfer_destroy(struct hkv_xfer *x);
  * @port: receives the port listened on (may be NULL)
  *
  * Return: 0, or -EINVAL (bad address), -EALREADY (already listening),
- * -EADDRINUSE, -EIO.
+ * -EADDRINUSE, -EIO, -ECHILD (FORK above).
  */
 HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port);
 
@@ -506,7 +518,7 @@ HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port
  *
  * Only a peer that proved its key is returned; others are closed.
  *
- * Return: 0, or -EINVAL (not listening), -ETIMEDOUT.
+ * Return: 0, or -EINVAL (not listening), -ETIMEDOUT, -ECHILD (FORK above).
  */
 HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_peer **out);
 
@@ -520,7 +532,8 @@ HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_
  * Return: 0, or -EINVAL (bad address), -ECONNREFUSED (nobody listens, or
  * the connection was rejected), -EACCES (the keys do not match, or the
  * listener has none for our name), -EPROTO (not a hugekv-xfer peer of
- * this version, or a different page size), -ETIMEDOUT, -ENOMEM, -EIO.
+ * this version, or a different page size), -ETIMEDOUT, -ENOMEM, -EIO,
+ * -ECHILD (FORK above).
  */
 HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_ms,
 			     struct hkv_xfer_peer **out);
@@ -531,7 +544,8 @@ HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_m
  *
  * Waits (bounded by the endpoint's timeout) for this side's transfers to
  * the peer to end; the rest fail with -ECANCELED, and grants the peer
- * holds end with -ECANCELED. The peer handle is invalid afterwards.
+ * holds end with -ECANCELED. The peer handle is invalid afterwards. In a
+ * fork() child of the creating process it does nothing (FORK above).
  */
 HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *peer);
 
@@ -567,7 +581,7 @@ HKV_API uint64_t hkv_xfer_peer_npages(const struct hkv_xfer_peer *peer);
  * Return: 0 while the connection is up, else the -errno it failed with
  * (-ECONNRESET: the peer died or closed; -ETIMEDOUT: a transfer timed out
  * or UCX found the peer unreachable; -EPROTO: the peer broke the protocol;
- * -ECANCELED: closed here).
+ * -ECANCELED: closed here); -ECHILD in a fork() child (FORK above).
  */
 HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *peer);
 
@@ -584,7 +598,8 @@ HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *peer);
  * Return: 0 (submitted; the result comes later), or -EINVAL (bad extents,
  * free or out-of-range local pages, mismatched totals, empty), -ERANGE (a
  * remote page beyond the peer's pool), -ENOENT/-EOVERFLOW (a unit of
- * @pin_units), -ECONNRESET/-ETIMEDOUT (the connection failed), -ENOMEM.
+ * @pin_units), -ECONNRESET/-ETIMEDOUT (the connection failed), -ENOMEM,
+ * -ECHILD (FORK above).
  * Errors found by the target (-EINVAL for pages it has not allocated,
  * -EBUSY, or its access callback's answer) come as the transfer's result.
  */
@@ -608,7 +623,8 @@ HKV_API int hkv_xfer_get(struct hkv_xfer_peer *peer, const struct hkv_xfer_req *
  *
  * Never blocks.
  *
- * Return: the number of transfers this call completed (>= 0).
+ * Return: the number of transfers this call completed (>= 0), or -ECHILD
+ * (FORK above).
  */
 HKV_API int hkv_xfer_progress(struct hkv_xfer *x);
 
@@ -620,7 +636,8 @@ HKV_API int hkv_xfer_progress(struct hkv_xfer *x);
  * Does not progress. A result, once returned, is forgotten.
  *
  * Return: 0 or the transfer's -errno when it ended, -EINPROGRESS while it
- * runs, -ENOENT for an unknown (or already collected) id.
+ * runs, -ENOENT for an unknown (or already collected) id, -ECHILD (FORK
+ * above).
  */
 HKV_API int hkv_xfer_test(struct hkv_xfer *x, uint64_t id);
 
@@ -632,7 +649,8 @@ HKV_API int hkv_xfer_test(struct hkv_xfer *x, uint64_t id);
  *	limits, which always apply)
  *
  * Return: the transfer's result (0 or -errno; for @id 0, the first error
- * or 0), -ENOENT (unknown id), -EAGAIN (@timeout_ms passed, still running).
+ * or 0), -ENOENT (unknown id), -EAGAIN (@timeout_ms passed, still running),
+ * -ECHILD (FORK above).
  */
 HKV_API int hkv_xfer_wait(struct hkv_xfer *x, uint64_t id, int timeout_ms);
 
@@ -661,7 +679,7 @@ HKV_API unsigned hkv_xfer_nregs(const struct hkv_xfer *x);
  * @st: receives them; the caller sets @st->sz
  *
  * Return: 0, or -EINVAL (@st->sz below the first layout, up to @slow;
- * @peer of another endpoint).
+ * @peer of another endpoint), -ECHILD (FORK above).
  */
 HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer *peer,
 			   struct hkv_xfer_stats *st);
@@ -673,7 +691,7 @@ HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer 
  * @flags: 0 = text, HKV_PRINT_JSON = one JSON object (with one per peer),
  *	one line
  *
- * Return: 0, or -EINVAL, -EIO (write error).
+ * Return: 0, or -EINVAL, -EIO (write error), -ECHILD (FORK above).
  */
 HKV_API int hkv_xfer_stats_print(const struct hkv_xfer *x, FILE *f, unsigned flags);
 

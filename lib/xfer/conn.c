@@ -140,6 +140,8 @@ HKV_API int hkv_xfer_listen(struct hkv_xfer *x, const char *addr, unsigned *port
 
 	if (!x || !addr)
 		return -EINVAL;
+	if (xf_forked(x))
+		return -ECHILD;
 	if (x->listener)
 		return -EALREADY;
 	err = xf_parse_addr(addr, &ss, &len);
@@ -333,6 +335,8 @@ HKV_API int hkv_xfer_peer_error(const struct hkv_xfer_peer *p)
 {
 	if (!p)
 		return -EINVAL;
+	if (xf_forked(p->x))
+		return -ECHILD;
 	return p->error;	/* noted broken counts, before the next step acts on it */
 }
 

@@ -221,15 +221,25 @@ HKV_API int hkv_xfer_create(struct hkv_pool *pool, const struct hkv_xfer_opts *o
 	struct hkv_stats ps = { .sz = sizeof(ps) };
 	struct hkv_xfer_opts o;
 	struct hkv_xfer *x;
+	uint64_t gen;
 	int err;
 
-	if (!pool || !out || hkv_stats(pool, &ps) || opts_copy(opts, &o))
+	if (!pool || !out)
+		return -EINVAL;
+	err = hkv_stats(pool, &ps);
+	if (err == -ECHILD)
+		return err;		/* the parent's pool */
+	if (err || opts_copy(opts, &o))
 		return -EINVAL;
 	if (!ps.page_bytes)
 		return -EINVAL;		/* index-only: no bytes to move */
+	if (xf_fork_generation(&gen))
+		xf_log(1, "pthread_atfork failed: a fork() child will not "
+		       "know that its endpoints are not its own");
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
+	x->fork_gen = gen;
 	x->pool = pool;
 	x->pool_id = hkv_pool_id(pool);
 	x->page_bytes = ps.page_bytes;
@@ -290,6 +300,12 @@ HKV_API void hkv_xfer_destroy(struct hkv_xfer *x)
 
 	if (!x)
 		return;
+	if (xf_forked(x)) {
+		/* a fork() child's copy: UCX's sockets, shared memory and the
+		 * copy helpers are the parent's; only the keys are wiped */
+		xf_keys_free(x);
+		return;
+	}
 	xf_metrics_publish(x, true);	/* the last figures stay with the pool */
 	if (x->listener)
 		ucp_listener_destroy(x->listener);

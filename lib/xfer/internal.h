@@ -2,7 +2,8 @@
 /*
  * internal.h - libhugekv-xfer's table of contents, in layer order:
  *
- *   util.c      UCX status -> errno, clocks, "HOST:PORT", logging
+ *   util.c      UCX status -> errno, clocks, "HOST:PORT", logging, the
+ *               fork() generation
  *   msg.c       active messages: wire format, send, the inbox, peer lookup,
  *               noting a broken connection (xf_peer_error())
  *   auth.c      keys, nonces, HMAC-SHA256 proofs (OpenSSL's libcrypto)
@@ -259,6 +260,7 @@ struct hkv_xfer {
 	struct xf_cma_workers *cma_workers;	/* copy helpers (cma.c), or NULL */
 	bool cma_no_workers;		/* none wanted, or none could start */
 	struct xf_stats st;
+	uint64_t fork_gen;		/* the fork() generation it was created in */
 };
 
 /* ---- util.c ------------------------------------------------------------- */
@@ -269,6 +271,14 @@ uint64_t xf_coarse_ns(void);	/* deadline checks: never early, a tick late */
 int xf_parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len);
 void xf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t xf_deadline(int timeout_ms);
+int xf_fork_generation(uint64_t *gen);
+extern uint64_t xf_fork_gen;
+
+/* created before a fork() of this process (its child's calls: -ECHILD) */
+static inline bool xf_forked(const struct hkv_xfer *x)
+{
+	return unlikely(x->fork_gen != __atomic_load_n(&xf_fork_gen, __ATOMIC_RELAXED));
+}
 
 /* ---- reg.c -------------------------------------------------------------- */
 

@@ -135,6 +135,8 @@ HKV_API int hkv_xfer_progress(struct hkv_xfer *x)
 {
 	if (!x)
 		return 0;
+	if (xf_forked(x))
+		return -ECHILD;
 	x->completed = 0;
 	step(x);
 	return (int)x->completed;
@@ -159,6 +161,8 @@ HKV_API int hkv_xfer_test(struct hkv_xfer *x, uint64_t id)
 
 	if (!x)
 		return -EINVAL;
+	if (xf_forked(x))
+		return -ECHILD;
 	tx = tx_find(x, id, &pp);
 	if (!tx)
 		return -ENOENT;
@@ -223,6 +227,8 @@ HKV_API int hkv_xfer_wait(struct hkv_xfer *x, uint64_t id, int timeout_ms)
 
 	if (!x || timeout_ms < 0)
 		return -EINVAL;
+	if (xf_forked(x))
+		return -ECHILD;
 	deadline = timeout_ms ? xf_deadline(timeout_ms) : UINT64_MAX;
 	for (;;) {
 		r = id ? hkv_xfer_test(x, id) : test_all(x, &first_err);

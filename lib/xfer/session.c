@@ -12,7 +12,11 @@ HKV_API int hkv_xfer_accept(struct hkv_xfer *x, int timeout_ms, struct hkv_xfer_
 	uint64_t deadline;
 	struct hkv_xfer_peer *p;
 
-	if (!x || !out || !x->listener)
+	if (!x || !out)
+		return -EINVAL;
+	if (xf_forked(x))
+		return -ECHILD;
+	if (!x->listener)
 		return -EINVAL;
 	deadline = xf_deadline(timeout_ms ? timeout_ms : x->timeout_ms);
 	for (;;) {
@@ -59,6 +63,8 @@ HKV_API int hkv_xfer_connect(struct hkv_xfer *x, const char *addr, int timeout_m
 
 	if (!x || !out || timeout_ms < 0)
 		return -EINVAL;
+	if (xf_forked(x))
+		return -ECHILD;
 	err = xf_parse_addr(addr, &ss, &len);
 	if (err)
 		return err;
@@ -96,7 +102,7 @@ HKV_API void hkv_xfer_peer_close(struct hkv_xfer_peer *p)
 	struct hkv_xfer *x;
 	uint64_t deadline;
 
-	if (!p)
+	if (!p || xf_forked(p->x))	/* a fork() child's: the parent's to close */
 		return;
 	x = p->x;
 	deadline = xf_deadline(x->timeout_ms);

@@ -200,6 +200,8 @@ HKV_API int hkv_xfer_stats(const struct hkv_xfer *x, const struct hkv_xfer_peer 
 
 	if (!x || !st || st->sz < XF_STATS_V1 || (peer && peer->x != x))
 		return -EINVAL;
+	if (xf_forked(x))
+		return -ECHILD;
 	sz = XF_MIN(st->sz, sizeof(full));
 	memset(&full, 0, sizeof(full));
 	fill(peer ? &peer->st : &x->st, &full);
@@ -291,6 +293,8 @@ HKV_API int hkv_xfer_stats_print(const struct hkv_xfer *x, FILE *f, unsigned fla
 
 	if (!x || !f || flags & ~HKV_PRINT_JSON)
 		return -EINVAL;
+	if (xf_forked(x))
+		return -ECHILD;
 	hkv_xfer_stats(x, NULL, &st);
 	if (json)
 		fprintf(f, "{\"pool\":%llu,\"ranges\":%u,\"endpoint\":",

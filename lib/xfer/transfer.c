@@ -141,6 +141,8 @@ static int submit(struct hkv_xfer_peer *p, const struct hkv_xfer_req *req, uint6
 	if (!p || !(req = req_ok(req)) || (!id && !req->done) || req->timeout_ms < 0)
 		return -EINVAL;
 	x = p->x;
+	if (xf_forked(x))
+		return -ECHILD;
 	if (p->state != XF_PEER_READY || p->error)
 		return p->error ? p->error : -ENOTCONN;
 	err = tx_check(p, req, op, &pages);

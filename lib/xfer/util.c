@@ -4,6 +4,7 @@
  * (through the core's log sink).
  */
 #include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -63,6 +64,34 @@ uint64_t xf_now_ns(void)
 uint64_t xf_coarse_ns(void)
 {
 	return clock_ns(CLOCK_MONOTONIC_COARSE);
+}
+
+/*
+ * fork() children: the child handler bumps the generation, so an endpoint
+ * created in another generation (the parent's) is seen with one load.
+ * Registered at the first endpoint's creation, before any exists.
+ */
+uint64_t xf_fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_err;
+
+static void fork_child(void)
+{
+	__atomic_store_n(&xf_fork_gen, xf_fork_gen + 1, __ATOMIC_RELAXED);
+}
+
+static void fork_register(void)
+{
+	fork_err = pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* the generation an endpoint created now belongs to; -errno when a child
+ * could not be told (pthread_atfork() failed) */
+int xf_fork_generation(uint64_t *gen)
+{
+	pthread_once(&fork_once, fork_register);
+	*gen = __atomic_load_n(&xf_fork_gen, __ATOMIC_RELAXED);
+	return -fork_err;
 }
 
 /* absolute deadline for a limit in ms; < 0 = none (UINT64_MAX) */

@@ -17,7 +17,9 @@ Extents are int64 (k, 2) arrays of (start, len), as hugekv.Pool returns
 them. Errors raise hugekv.Error with the errno (EACCES: refused or not
 authenticated, ETIMEDOUT, ECONNRESET, ENOBUFS, ...). An endpoint and its
 peers belong to one thread at a time; the library is found next to
-libhugekv.so ($HUGEKV_XFER_LIBRARY overrides).
+libhugekv.so ($HUGEKV_XFER_LIBRARY overrides). In a fork() child, every
+call on an endpoint or peer of the parent raises Error(ECHILD) and close()
+leaves the parent's connections alone.
 """
 import ctypes
 import errno
@@ -314,8 +316,9 @@ class Endpoint:
         return peer
 
     def progress(self):
-        """One progress step (never blocks); the transfers it completed."""
-        return xlib.hkv_xfer_progress(self._live())
+        """One progress step (never blocks); the transfers it completed.
+        Raises Error(ECHILD) in a fork() child (the parent's endpoint)."""
+        return _check(xlib.hkv_xfer_progress(self._live()), "hkv_xfer_progress")
 
     def test(self, tid):
         """None while transfer @tid runs; True once it succeeded (raises if

@@ -105,6 +105,61 @@ def test_put_get_roundtrip(pools, same_host, cma):
     assert tgt.error is None
 
 
+def test_fork_child_leaves_the_connection_alone(pools):
+    """In a fork() child every call on the parent's endpoint and peer raises
+    Error(ECHILD) and close() touches nothing the parent shares: its
+    connection moves every byte afterwards, with no peer error."""
+    tgt = Target()
+    try:
+        ep = xfer.Endpoint(pools, key=KEY, name="initiator")
+        peer = ep.connect(f"127.0.0.1:{tgt.port}", timeout_ms=10000)
+        src = pools.alloc(16)
+        back = pools.alloc(16)
+        remote = np.array([[tgt.room[0, 0], 16]])
+        want = pattern(pools, src, 7)
+        ep.wait(peer.put(src, remote))
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:                    # the child: a verdict, then out
+            os.close(r)
+            bad = []
+            for name, call in (("progress", ep.progress), ("put", lambda: peer.put(src, remote)),
+                               ("get", lambda: peer.get(back, remote)),
+                               ("wait", lambda: ep.wait(0, timeout_ms=10)),
+                               ("stats", ep.stats)):
+                try:
+                    call()
+                    bad.append(name + ": no error")
+                except hugekv.Error as e:
+                    if e.errno != errno.ECHILD:
+                        bad.append(f"{name}: {e!r}")
+                except Exception as e:  # noqa: BLE001 - the verdict says
+                    bad.append(f"{name}: {e!r}")
+            peer.close()
+            ep.close()
+            os.write(w, "; ".join(bad).encode() or b"ok")
+            os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            verdict = f.read().decode()
+        assert os.waitpid(pid, 0)[1] == 0
+        assert verdict == "ok", verdict
+        assert peer.error == 0
+        ep.wait(peer.get(back, remote))
+        assert (read(pools, back) == want).all()
+        want = pattern(pools, src, 8)
+        ep.wait(peer.put(src, remote))
+        ep.wait(peer.get(back, remote))
+        assert (read(pools, back) == want).all() and peer.error == 0
+        peer.close()
+        ep.close()
+        pools.free(src)
+        pools.free(back)
+    finally:
+        tgt.close()
+    assert tgt.error is None
+
+
 def test_put_remote_sizes_must_match(pools):
     tgt = Target()
     try:

@@ -39,6 +39,7 @@
 #define REFUSE_HI	320
 
 static int failures;
+static bool tgt_fork;		/* the target forks a child once it served two puts */
 static uint64_t tgt_grant_mem;	/* the target's max_grant_mem (0: default) */
 static unsigned tgt_flags;	/* the target's flags */
 
@@ -146,6 +147,53 @@ static int tgt_access(void *ctx, struct hkv_xfer_peer *peer, unsigned event, uns
 }
 
 /*
+ * A fork() child of a process with endpoint x and its peer p: every call
+ * on them answers -ECHILD, and destroying them touches nothing it shares
+ * with the parent (UCX's sockets, the copy helpers). The child's verdict:
+ * 0 when every call answered so, else the number that did not.
+ */
+static int fork_probe(struct hkv_xfer *x, struct hkv_xfer_peer *p, struct hkv_pool *pool)
+{
+	struct hkv_extent e = { 0, 1 };
+	struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = &e, .nlocal = 1, .remote = &e,
+				   .nremote = 1 };
+	struct hkv_xfer_stats st = { .sz = sizeof(st) };
+	struct hkv_xfer_opts o = { .sz = sizeof(o) };
+	struct hkv_xfer_peer *p2 = NULL;
+	struct hkv_xfer *x2 = NULL;
+	int f0 = failures, status;
+	unsigned port = 0;
+	uint64_t id = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid) {
+		if (waitpid(pid, &status, 0) != pid)
+			return -1;
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	}
+	CHECK_EQ(hkv_xfer_put(p, &rq, &id), -ECHILD);
+	CHECK_EQ(hkv_xfer_get(p, &rq, &id), -ECHILD);
+	CHECK_EQ(hkv_xfer_progress(x), -ECHILD);
+	CHECK_EQ(hkv_xfer_test(x, 1), -ECHILD);
+	CHECK_EQ(hkv_xfer_wait(x, 1, 10), -ECHILD);
+	CHECK_EQ(hkv_xfer_listen(x, "127.0.0.1:0", &port), -ECHILD);
+	CHECK_EQ(hkv_xfer_accept(x, 10, &p2), -ECHILD);
+	CHECK_EQ(hkv_xfer_connect(x, "127.0.0.1:9", 10, &p2), -ECHILD);
+	CHECK_EQ(hkv_xfer_stats(x, NULL, &st), -ECHILD);
+	CHECK_EQ(hkv_xfer_stats(x, p, &st), -ECHILD);
+	CHECK_EQ(hkv_xfer_stats_print(x, stderr, 0), -ECHILD);
+	CHECK_EQ(hkv_xfer_peer_error(p), -ECHILD);
+	CHECK(p2 == NULL);
+	if (pool)
+		CHECK_EQ(hkv_xfer_create(pool, &o, &x2), -ECHILD);
+	hkv_xfer_peer_close(p);
+	hkv_xfer_destroy(x);
+	_exit(failures - f0);
+}
+
+/*
  * Serve until the peer goes away; exit 0 when every grant ended, every
  * put verified, unit 1 unpinned and removable, and the pool checks clean.
  */
@@ -177,8 +225,13 @@ static void target_main(int wfd, unsigned xopts_chunk, int prefill)
 	close(wfd);
 	if (hkv_xfer_accept(x, 10000, &p))
 		_exit(14);
-	while (!hkv_xfer_peer_error(p))
+	while (!hkv_xfer_peer_error(p)) {
 		hkv_xfer_progress(x);
+		if (tgt_fork && t.ends_ok >= 2) {
+			tgt_fork = false;
+			rc = fork_probe(x, p, NULL) ? 22 : 0;
+		}
+	}
 	hkv_xfer_peer_close(p);
 	hkv_xfer_destroy(x);
 	if (t.begins != t.ends || t.pinned || t.bad)
@@ -1183,6 +1236,38 @@ static void case_cma_fault(void)
 	side_close(&s);
 }
 
+/*
+ * An endpoint in a fork() child, the initiator's and (tgt_fork) the
+ * target's after the copy helpers of a large single copy started there:
+ * the child's calls answer -ECHILD and its destroy leaves the parent's
+ * connection as it was, so puts and gets after it move every byte, with
+ * no peer error and no failure on either side.
+ */
+static void case_fork(void)
+{
+	struct hkv_extent l, back, r = { 100, 128 };
+	struct side s;
+
+	tgt_fork = true;
+	side_open(&s, 0, 0);
+	tgt_fork = false;
+	CHECK_EQ(hkv_alloc(s.pool, 128, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &l, 1), 1);
+	CHECK_EQ(hkv_alloc(s.pool, 128, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &back, 1), 1);
+	/* 8 MiB each way: past the single copy's split, so the target's copy
+	 * helpers run; the target forks once it served the first put and get */
+	put_get_check(&s, &l, &back, &r, 1, 0, 0xf0a1);
+	put_get_check(&s, &l, &back, &r, 1, 0, 0xf0a2);
+	CHECK_EQ(fork_probe(s.x, s.peer, s.pool), 0);
+	CHECK_EQ(hkv_xfer_peer_error(s.peer), 0);
+	put_get_check(&s, &l, &back, &r, 1, 0, 0xf0a3);
+	put_get_check(&s, &l, &back, &r, 1, HKV_XFER_PER_PAGE, 0xf0a4);
+	CHECK_EQ(hkv_xfer_peer_error(s.peer), 0);
+	CHECK_EQ(peer_stats(&s).failures, 0);
+	CHECK_EQ(hkv_free(s.pool, &l, 1), 0);
+	CHECK_EQ(hkv_free(s.pool, &back, 1), 0);
+	side_close(&s);		/* the target's verdict: its own child's too */
+}
+
 /* the path off (HUGEKV_XFER_CMA=off, HKV_XFER_NO_CMA) or unavailable (the
  * kernel refuses the probe: HUGEKV_XFER_CMA=fail): two-sided, bytes right */
 static void case_cma_fallback(void)
@@ -1282,6 +1367,7 @@ static const struct {
 	{ "cma-fault", case_cma_fault, false },
 	{ "cma-fallback", case_cma_fallback, false },
 	{ "cma-again", case_cma_again, false },
+	{ "fork", case_fork, false },
 	{ "silent-peer", case_silent_peer, true },
 	{ "target-stopped", case_target_stopped, true },
 	{ "target-killed", case_target_killed, true },
