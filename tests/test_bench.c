@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../tools/hkv-bench/workload.h"
+#include "../tools/hkv-bench/churn.h"
 
 static void test_parse(void **state)
 {
@@ -202,6 +203,87 @@ static void test_baselines_agree(void **state)
 	sizes_free(&w.sizes);
 }
 
+/*
+ * The family's allocator, as written and lowest region first: 4096 pages
+ * in 512 blocks of 8, three isolated blocks freed (regions 40, 3 and 10 of
+ * 64 pages each, in that order); the next 8 pages come from the most
+ * recently freed block as written, from the lowest region's with regions.
+ * Then a churn against a shadow of the pages: no page handed out twice,
+ * and everything freed coalesces back into one block.
+ */
+static void test_tlsf_regions(void **state)
+{
+	static const uint32_t freed[3] = { 40 * 64, 3 * 64, 10 * 64 };
+	struct hkv_extent e[64];
+	uint32_t h[64], *hs = calloc(512, sizeof(*hs));
+	uint8_t *used = calloc(4096, 1);
+
+	(void)state;
+	assert_non_null(hs);
+	assert_non_null(used);
+	for (int regions = 0; regions < 2; regions++) {
+		uint64_t rng = 7;
+		void *st;
+		struct tlsf *t;
+		uint32_t live = 0, *lh = calloc(4096, sizeof(*lh)), *ls = calloc(4096, sizeof(*ls));
+
+		assert_non_null(lh);
+		assert_non_null(ls);
+		assert_int_equal((regions ? tlsf_create_regions : tlsf_create)(4096, &st), 0);
+		t = st;
+		assert_int_equal(t->rshift, regions ? 6 : 0);
+		for (uint32_t i = 0; i < 512; i++) {
+			assert_int_equal(tlsf_alloc(t, 8, e, 1, &hs[i]), 1);
+			assert_int_equal(e[0].start, 8 * i);
+		}
+		for (int i = 0; i < 3; i++)
+			tlsf_free_one(t, hs[freed[i] / 8]);
+		assert_int_equal(tlsf_alloc(t, 8, e, 1, h), 1);
+		assert_int_equal(e[0].start, regions ? 3 * 64 : 10 * 64);
+		assert_int_equal(tlsf_alloc(t, 8, e, 1, h), 1);
+		assert_int_equal(e[0].start, regions ? 10 * 64 : 3 * 64);
+		assert_int_equal(tlsf_alloc(t, 8, e, 1, h), 1);
+		assert_int_equal(e[0].start, 40 * 64);
+		for (uint32_t i = 0; i < 512; i++)
+			tlsf_free_one(t, hs[i]);
+		assert_int_equal(t->free_pages, 4096);
+		memset(used, 0, 4096);
+		for (int op = 0; op < 20000; op++) {
+			if (live && (rng = rng * 6364136223846793005ull + 1442695040888963407ull,
+				     (rng >> 33) % 2 || t->free_pages < 64)) {
+				uint32_t v = (uint32_t)((rng >> 40) % live);
+
+				memset(used + ls[v] / 65536, 0, ls[v] % 65536);
+				tlsf_free_one(t, lh[v]);
+				lh[v] = lh[--live];
+				ls[v] = ls[live];
+				continue;
+			}
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			uint32_t n = 1 + (uint32_t)((rng >> 35) % 48);
+			int k = tlsf_alloc(t, n, e, 64, h);
+
+			assert_true(k > 0);
+			for (int i = 0; i < k; i++) {
+				for (uint64_t p = e[i].start; p < e[i].start + e[i].len; p++) {
+					assert_int_equal(used[p], 0);
+					used[p] = 1;
+				}
+				lh[live] = h[i];
+				ls[live++] = (uint32_t)(e[i].start * 65536 + e[i].len);
+			}
+		}
+		while (live--)
+			tlsf_free_one(t, lh[live]);
+		assert_int_equal(tlsf_alloc(t, 4096, e, 1, h), 1);	/* one block again */
+		tlsf_destroy(t);
+		free(lh);
+		free(ls);
+	}
+	free(hs);
+	free(used);
+}
+
 /* hugekv through the adapter agrees with the shadow bitmap */
 static void test_hugekv_replay(void **state)
 {
@@ -329,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_samples),
 		cmocka_unit_test(test_bits_frag),
 		cmocka_unit_test(test_baselines_agree),
+		cmocka_unit_test(test_tlsf_regions),
 		cmocka_unit_test(test_hugekv_replay),
 		cmocka_unit_test(test_replay_catches),
 		cmocka_unit_test(test_trace_too_big),

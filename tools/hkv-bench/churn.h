@@ -57,9 +57,16 @@ struct tlsf {
 	struct tl_node *node;
 	uint32_t *stack, nfree_ids, used_ids, peak_ids, cap;
 	uint32_t *map;			/* bl_tlsf only: page -> block */
+	/* lowest region first (tlsf_create_regions()): per bin, one list per
+	 * region of 2^rshift pages and a bitmap of the non-empty ones */
+	uint32_t rshift;
+	uint64_t rmask[256];
+	uint32_t *rhead;		/* [bin * 64 + region], or NULL */
 };
 
 int tlsf_create(uint64_t npages, void **st);
+/* the same, each bin's blocks taken from its lowest-addressed region */
+int tlsf_create_regions(uint64_t npages, void **st);
 void tlsf_destroy(void *st);
 /* extents (one per block) and their handles, or -ENOMEM/-ENOSPC/-EINVAL */
 int tlsf_alloc(void *st, uint32_t n, struct hkv_extent *ext, unsigned max, uint32_t *h);
@@ -191,9 +198,10 @@ struct churn {
 	struct hkv_stats st;		/* hugekv pool after the first run */
 	bool have_st;
 	bool family;			/* run family.c's side-by-side */
-	struct fam_fig fam[2];		/* hugekv, tlsf */
+	struct fam_fig fam[3];		/* hugekv, tlsf, tlsf lowest region first */
 	/* hugekv's whole run over the family's, per round: median, range */
 	double fam_ratio, fam_ratio_min, fam_ratio_max;
+	double fam_ratio_reg, fam_ratio_reg_min, fam_ratio_reg_max;	/* over the third */
 	bool have_fam;
 };
 

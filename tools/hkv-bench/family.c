@@ -4,9 +4,14 @@
  * trace, the way each is really called: hugekv with HKV_LANE_ANY and frees
  * by extent (validated), the family by handle kept beside the allocation.
  *
- * Two kinds of runs, interleaved (hugekv first in one round, the family
- * first in the next) and reported as medians; the whole-run ratio is the
- * median of each round's ratio (the machine's drift cancels inside a round):
+ * The family runs twice: as written (each bin's most recently filed block)
+ * and taking each bin's block from its lowest-addressed region
+ * (tlsf_create_regions()), the order hugekv's contract asks for at region
+ * granularity: what that order costs the family itself.
+ *
+ * Two kinds of runs, interleaved (who goes first turns each round) and
+ * reported as medians; each whole-run ratio is the median of each round's
+ * ratio (the machine's drift cancels inside a round):
  *
  * whole run: the measured ops with no timer inside the loop; ns/op is the
  *	loop's wall time over its ops (a lean record table is the only
@@ -218,9 +223,12 @@ static uint64_t median_ticks(bool drained)
 	return v[HKV_BENCH_ARRAY(v) / 2];
 }
 
-/* one run of one allocator; fills the figures of slot (tlsf, rep) */
-static int fam_run(struct churn *c, bool tlsf, bool timed, struct fam_fig *fig)
+enum { FAM_HKV, FAM_TLSF, FAM_REGIONS, FAM_N };
+
+/* one run of one allocator (FAM_*); fills its figures */
+static int fam_run(struct churn *c, int kind, bool timed, struct fam_fig *fig)
 {
+	bool tlsf = kind != FAM_HKV;
 	struct hkv_pool_opts po = { .sz = sizeof(po), .npages = c->w.npages, .nlanes = 1,
 				    .backing = HKV_BACKING_NONE, .numa_node = -1 };
 	struct hkv_stats st = { .sz = sizeof(st) };
@@ -236,7 +244,8 @@ static int fam_run(struct churn *c, bool tlsf, bool timed, struct fam_fig *fig)
 	if (!err && timed)
 		err = samples_init(&m.a, n) ? -ENOMEM : samples_init(&m.f, n) ? -ENOMEM : 0;
 	if (!err)
-		err = tlsf ? tlsf_create(c->w.npages, &m.st) : hkv_pool_create(&po, &pool);
+		err = kind == FAM_REGIONS ? tlsf_create_regions(c->w.npages, &m.st) :
+		      tlsf ? tlsf_create(c->w.npages, &m.st) : hkv_pool_create(&po, &pool);
 	if (err)
 		goto out;
 	if (!tlsf)
@@ -251,7 +260,8 @@ static int fam_run(struct churn *c, bool tlsf, bool timed, struct fam_fig *fig)
 		err = fam_ops(&m, c->t.measure_from, c->t.n);
 	t1 = now_ns();
 	if (err) {
-		fprintf(stderr, "hkv-bench: family run (%s): %s\n", tlsf ? "tlsf" : "hugekv",
+		fprintf(stderr, "hkv-bench: family run (%s): %s\n",
+			kind == FAM_REGIONS ? "tlsf, regions" : tlsf ? "tlsf" : "hugekv",
 			hkv_strerror(err));
 		goto out;
 	}
@@ -288,20 +298,35 @@ out:
  *
  * Return: 0 or -errno (message printed).
  */
+/* hugekv's whole-run ns/op over allocator a's, per round, sorted: the
+ * median and the range */
+static void fam_ratios(const struct churn *c, struct fam_fig runs[][CHURN_MAX_REPEAT], int a,
+		       double *med, double *lo, double *hi)
+{
+	double v[CHURN_MAX_REPEAT];
+
+	for (unsigned r = 0; r < c->repeat; r++)
+		v[r] = runs[a][r].ns_per_op > 0 ? runs[FAM_HKV][r].ns_per_op / runs[a][r].ns_per_op
+						: 0;
+	*med = median_d(v, c->repeat);	/* sorted: the range at the ends */
+	*lo = v[0];
+	*hi = v[c->repeat - 1];
+}
+
 int family_run(struct churn *c)
 {
-	struct fam_fig runs[2][CHURN_MAX_REPEAT] = { 0 };
+	struct fam_fig runs[FAM_N][CHURN_MAX_REPEAT] = { 0 };
 	double v[CHURN_MAX_REPEAT];
 	int err = 0;
 
 	for (unsigned r = 0; r < c->repeat && !err; r++) {
-		for (int i = 0; i < 2 && !err; i++) {
-			int a = r % 2 ? 1 - i : i;	/* who goes first alternates */
+		for (int i = 0; i < FAM_N && !err; i++) {
+			int a = (int)((r + (unsigned)i) % FAM_N);	/* who goes first turns */
 
 			err = fam_run(c, a, false, &runs[a][r]);
 		}
-		for (int i = 0; i < 2 && !err; i++) {
-			int a = r % 2 ? 1 - i : i;
+		for (int i = 0; i < FAM_N && !err; i++) {
+			int a = (int)((r + (unsigned)i) % FAM_N);
 			struct fam_fig tmp;
 
 			err = fam_run(c, a, true, &tmp);
@@ -309,12 +334,13 @@ int family_run(struct churn *c)
 			runs[a][r].free = tmp.free;
 		}
 		if (!err && !c->quiet)
-			fprintf(stderr, "hkv-bench: family run %u/%u: %.1f / %.1f ns/op\n",
-				r + 1, c->repeat, runs[0][r].ns_per_op, runs[1][r].ns_per_op);
+			fprintf(stderr, "hkv-bench: family run %u/%u: %.1f / %.1f / %.1f ns/op\n",
+				r + 1, c->repeat, runs[FAM_HKV][r].ns_per_op,
+				runs[FAM_TLSF][r].ns_per_op, runs[FAM_REGIONS][r].ns_per_op);
 	}
 	if (err)
 		return err;
-	for (int a = 0; a < 2; a++) {
+	for (int a = 0; a < FAM_N; a++) {
 		struct fam_fig *f = &c->fam[a];
 		struct lat al[CHURN_MAX_REPEAT], fl[CHURN_MAX_REPEAT];
 
@@ -329,18 +355,17 @@ int family_run(struct churn *c)
 		f->epa = runs[a][0].epa;
 		f->meta_bpp = runs[a][0].meta_bpp;
 	}
-	for (unsigned r = 0; r < c->repeat; r++)
-		v[r] = runs[1][r].ns_per_op > 0 ? runs[0][r].ns_per_op / runs[1][r].ns_per_op : 0;
-	c->fam_ratio = median_d(v, c->repeat);	/* sorted: the range at the ends */
-	c->fam_ratio_min = v[0];
-	c->fam_ratio_max = v[c->repeat - 1];
+	fam_ratios(c, runs, FAM_TLSF, &c->fam_ratio, &c->fam_ratio_min, &c->fam_ratio_max);
+	fam_ratios(c, runs, FAM_REGIONS, &c->fam_ratio_reg, &c->fam_ratio_reg_min,
+		   &c->fam_ratio_reg_max);
 	c->have_fam = true;
 	return 0;
 }
 
 void family_text(const struct churn *c, FILE *f)
 {
-	static const char *const name[2] = { "hugekv (ANY)", "tlsf family" };
+	static const char *const name[FAM_N] = { "hugekv (ANY)", "tlsf family",
+						  "tlsf, regions" };
 
 	if (!c->have_fam)
 		return;
@@ -349,28 +374,32 @@ void family_text(const struct churn *c, FILE *f)
 		c->repeat);
 	fprintf(f, "%-14s %10s %9s %9s %9s %9s %9s %8s\n", "allocator", "ns/op run",
 		"alloc p50", "p99", "free-d p50", "p99", "ext/alloc", "B/page");
-	for (int a = 0; a < 2; a++) {
+	for (int a = 0; a < FAM_N; a++) {
 		const struct fam_fig *x = &c->fam[a];
 
 		fprintf(f, "%-14s %10.1f %9.0f %9.0f %10.0f %9.0f %9.3f %8.2f\n", name[a],
 			x->ns_per_op, x->alloc.p50, x->alloc.p99, x->free.p50, x->free.p99,
 			x->epa, x->meta_bpp);
 	}
-	if (c->fam[1].ns_per_op > 0)
+	if (c->fam[FAM_TLSF].ns_per_op > 0)
 		fprintf(f, "hugekv / family whole-run ns/op: %.2fx (median of the rounds' ratios; "
 			"%.2f-%.2f)\n", c->fam_ratio, c->fam_ratio_min, c->fam_ratio_max);
+	if (c->fam[FAM_REGIONS].ns_per_op > 0)
+		fprintf(f, "hugekv / family taking each bin's lowest region first: %.2fx "
+			"(%.2f-%.2f)\n", c->fam_ratio_reg, c->fam_ratio_reg_min,
+			c->fam_ratio_reg_max);
 }
 
 void family_json(const struct churn *c, struct json *j)
 {
-	static const char *const name[2] = { "hugekv", "tlsf" };
+	static const char *const name[FAM_N] = { "hugekv", "tlsf", "tlsf_regions" };
 
 	if (!c->have_fam)
 		return;
 	json_obj(j, "family");
 	json_u64(j, "runs", c->repeat);
 	json_str(j, "free_timing", "drained (mfence before the closing rdtsc)");
-	for (int a = 0; a < 2; a++) {
+	for (int a = 0; a < FAM_N; a++) {
 		json_obj(j, name[a]);
 		json_dbl(j, "ns_per_op", c->fam[a].ns_per_op);
 		json_lat(j, "alloc_ns", &c->fam[a].alloc);
@@ -383,6 +412,11 @@ void family_json(const struct churn *c, struct json *j)
 	json_arr(j, "ns_per_op_ratio_range");
 	json_dbl(j, NULL, c->fam_ratio_min);
 	json_dbl(j, NULL, c->fam_ratio_max);
+	json_arr_end(j);
+	json_dbl(j, "ns_per_op_ratio_regions", c->fam_ratio_reg);
+	json_arr(j, "ns_per_op_ratio_regions_range");
+	json_dbl(j, NULL, c->fam_ratio_reg_min);
+	json_dbl(j, NULL, c->fam_ratio_reg_max);
 	json_arr_end(j);
 	json_obj_end(j);
 }

@@ -15,6 +15,13 @@
  * largest blocks (each block one extent) so every request of a churn that
  * fits in the free pages succeeds, as it does for hugekv.
  *
+ * tlsf_create_regions() makes the same allocator keep the order hugekv's
+ * contract asks for at region granularity: each bin holds one list per
+ * region (the finest power of two of pages that makes at most 64 regions)
+ * and a bitmap of its non-empty ones, and a bin's block is the head of
+ * its lowest-addressed region's list (the most recently filed there).
+ * What that order costs the family's own design is what it shows.
+ *
  * Two interfaces: tlsf_*() with handles kept by the caller (the way
  * OffsetAllocator is used; family.c runs it so), and bl_tlsf for the
  * replay harness, which names allocations by extent only: it finds the
@@ -60,7 +67,7 @@ static inline uint32_t bin_up(uint32_t size)
 	return ((sh + 1) << TL_MBITS) + m;
 }
 
-int tlsf_create(uint64_t npages, void **st)
+static int create(uint64_t npages, bool regions, void **st)
 {
 	struct tlsf *t;
 
@@ -79,6 +86,16 @@ int tlsf_create(uint64_t npages, void **st)
 		return -ENOMEM;
 	}
 	memset(t->head, 0xff, sizeof(t->head));
+	if (regions) {
+		while (((t->npages - 1) >> t->rshift) >= 64)
+			t->rshift++;
+		t->rhead = malloc(TL_BINS * 64 * sizeof(*t->rhead));
+		if (!t->rhead) {
+			tlsf_destroy(t);
+			return -ENOMEM;
+		}
+		memset(t->rhead, 0xff, TL_BINS * 64 * sizeof(*t->rhead));
+	}
 	t->top = 0;
 	t->nfree_ids = 0;
 	t->used_ids = 0;
@@ -92,6 +109,16 @@ int tlsf_create(uint64_t npages, void **st)
 	return 0;
 }
 
+int tlsf_create(uint64_t npages, void **st)
+{
+	return create(npages, false, st);
+}
+
+int tlsf_create_regions(uint64_t npages, void **st)
+{
+	return create(npages, true, st);
+}
+
 void tlsf_destroy(void *st)
 {
 	struct tlsf *t = st;
@@ -101,6 +128,7 @@ void tlsf_destroy(void *st)
 	free(t->node);
 	free(t->stack);
 	free(t->map);
+	free(t->rhead);
 	free(t);
 }
 
@@ -118,10 +146,24 @@ static inline void node_del(struct tlsf *t, uint32_t id)
 	t->stack[t->nfree_ids++] = id;
 }
 
+/* the list a free block at off of bin b is on */
+static inline uint32_t *list_of(struct tlsf *t, uint32_t b, uint32_t off)
+{
+	return t->rhead ? &t->rhead[b * 64 + (off >> t->rshift)] : &t->head[b];
+}
+
+/* bin b's block to take: its head, or its lowest region's */
+static inline uint32_t bin_head(const struct tlsf *t, uint32_t b)
+{
+	if (!t->rhead)
+		return t->head[b];
+	return t->rmask[b] ? t->rhead[b * 64 + (uint32_t)__builtin_ctzll(t->rmask[b])] : TL_NIL;
+}
+
 void tlsf_insert(struct tlsf *t, uint32_t id)
 {
 	struct tl_node *n = &t->node[id];
-	uint32_t b = bin_down(n->size), h = t->head[b];
+	uint32_t b = bin_down(n->size), *hp = list_of(t, b, n->off), h = *hp;
 
 	n->used = 0;
 	n->bin = b;
@@ -129,7 +171,9 @@ void tlsf_insert(struct tlsf *t, uint32_t id)
 	n->bnext = h;
 	if (h != TL_NIL)
 		t->node[h].bprev = id;
-	t->head[b] = id;
+	*hp = id;
+	if (t->rhead)
+		t->rmask[b] |= 1ull << (n->off >> t->rshift);
 	t->leaf[b >> TL_MBITS] |= (uint8_t)(1u << (b & TL_MMASK));
 	t->top |= 1u << (b >> TL_MBITS);
 }
@@ -139,13 +183,17 @@ static inline void tlsf_unlink(struct tlsf *t, uint32_t id)
 	struct tl_node *n = &t->node[id];
 	uint32_t b = n->bin;
 
+	uint32_t *hp = list_of(t, b, n->off);	/* off stays while it is filed */
+
 	if (n->bprev != TL_NIL)
 		t->node[n->bprev].bnext = n->bnext;
 	else
-		t->head[b] = n->bnext;
+		*hp = n->bnext;
 	if (n->bnext != TL_NIL)
 		t->node[n->bnext].bprev = n->bprev;
-	if (t->head[b] == TL_NIL &&
+	if (t->rhead && *hp == TL_NIL)
+		t->rmask[b] &= ~(1ull << (n->off >> t->rshift));
+	if (bin_head(t, b) == TL_NIL &&
 	    !(t->leaf[b >> TL_MBITS] &= (uint8_t)~(1u << (b & TL_MMASK))))
 		t->top &= ~(1u << (b >> TL_MBITS));
 }
@@ -206,7 +254,7 @@ static inline uint32_t take(struct tlsf *t, uint32_t id, uint32_t n)
 /* the biggest block, all of it or n pages of it */
 static uint32_t take_largest(struct tlsf *t, uint32_t n)
 {
-	uint32_t b = find_last(t), id = t->head[b];
+	uint32_t b = find_last(t), id = bin_head(t, b);
 
 	/* blocks of the top bin differ in size; its head is good enough */
 	return take(t, id, HKV_BENCH_MIN(n, t->node[id].size));
@@ -232,10 +280,10 @@ int tlsf_alloc(void *st, uint32_t n, struct hkv_extent *ext, unsigned max, uint3
 		return !n ? -EINVAL : !max ? -ENOSPC : -ENOMEM;
 	b = find_from(t, bin_up(n));
 	if (likely_tl(b < TL_BINS)) {
-		id = take(t, t->head[b], n);
+		id = take(t, bin_head(t, b), n);
 		goto one;
 	}
-	id = t->head[bin_down(n)];	/* its own class may still hold a fit */
+	id = bin_head(t, bin_down(n));	/* its own class may still hold a fit */
 	if (id != TL_NIL && t->node[id].size >= n) {
 		id = take(t, id, n);
 		goto one;
@@ -243,7 +291,7 @@ int tlsf_alloc(void *st, uint32_t n, struct hkv_extent *ext, unsigned max, uint3
 	/* assemble from the largest blocks, the last one a good fit if any */
 	while (n) {
 		b = find_from(t, bin_up(n));
-		id = b < TL_BINS ? take(t, t->head[b], n) : take_largest(t, n);
+		id = b < TL_BINS ? take(t, bin_head(t, b), n) : take_largest(t, n);
 		if (k == max) {		/* rare: give it all back */
 			tlsf_free_one(t, id);
 			while (k--)
@@ -317,7 +365,7 @@ void tlsf_shrink(void *st, uint32_t id, uint32_t keep)
 size_t tlsf_metadata_bytes(const struct tlsf *t)
 {
 	return (size_t)t->peak_ids * (sizeof(struct tl_node) + sizeof(uint32_t)) +
-	       sizeof(*t);
+	       sizeof(*t) + (t->rhead ? TL_BINS * 64 * sizeof(*t->rhead) : 0);
 }
 
 /* ---- behind the replay harness: handles found from page numbers ---------- */
