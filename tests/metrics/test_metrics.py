@@ -581,7 +581,7 @@ def test_grant_metrics():
             assert (tp["grants_active"], tp["granted_pages"]) == (
                 st["grants_active"], st["grant_pages"]), tp
             _, out, _ = run([HKVCTL, "top", "--once", "--dir", e.rt], 0)
-            want = "xfer, grants %d (%d pages)" % (st["grants_active"], st["grant_pages"])
+            want = "xfer: grants %d (%d pages)" % (st["grants_active"], st["grant_pages"])
             assert want in out, out
             tgt.stdin.write("\n")
             tgt.stdin.flush()
@@ -677,6 +677,16 @@ def test_cma_metrics():
             x = pools[label]["transfer"]
             assert x["transfers"] == s["transfers"] and x["bytes"] == s["bytes"], (x, s)
             assert x["single_copy"] == {f: s[f] for _, f in CMA_FIGURES}, (label, x, s)
+        # hkvctl top: the peers on the single copy each way, refusals, faults
+        tops = {p["label"]: p for p in run_json([HKVCTL, "top", "--json", "--interval",
+                                                 "0.2", "--dir", e.rt])["pools"]}
+        for label, s in side.items():
+            sc = tops[label]["single_copy"]
+            assert (sc["out_peers"], sc["in_peers"], sc["offers_refused"], sc["faults"]) == (
+                s["cma_out"], s["cma_in"], s["cma_refused"], s["cma_faults"]), (label, sc, s)
+            assert sc["bytes_per_s"] >= 0, sc
+        _, screen, _ = run([HKVCTL, "top", "--once", "--interval", "0.1", "--dir", e.rt], 0)
+        assert "single copy out %d in %d" % (st["cma_out"], st["cma_in"]) in screen, screen
         _, om, _ = run([HKVCTL, "metrics", "--dir", e.rt], 0)     # OpenMetrics
         assert "# TYPE hugekv_transfer_cma_bytes counter" in om, om
         assert "# TYPE hugekv_transfer_cma_in_peers gauge" in om and om.endswith("# EOF\n")
@@ -697,6 +707,8 @@ def test_cma_metrics():
         assert "hugekv_transfer_cma_" not in oldtext, oldtext
         x = run_json([HKVCTL, "metrics", "--json", "--dir", old])["pools"][0]["transfer"]
         assert x["grants"]["grants"] == st["grants"] and "single_copy" not in x, x
+        x = run_json([HKVCTL, "top", "--json", "--interval", "0.1", "--dir", old])["pools"][0]
+        assert x["grants_active"] == st["grants_active"] and "single_copy" not in x, x
         # hugekv.prometheus: the same families, types, help and samples
         if importlib.util.find_spec("prometheus_client") is None:
             raise Skip("python3-prometheus-client missing (scripts/deps.sh); hkvctl checked")

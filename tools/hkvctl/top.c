@@ -31,7 +31,8 @@ static void top_usage(FILE *f)
 "allocations, failures and frees per second, extents per allocation,\n"
 "evictions per second and the age of the evicted units, the oldest pin,\n"
 "transfers per second and their failures, a transfer target's grants held\n"
-"now. q quits.\n\n"
+"now, the peers on the single copy (same host) each way and its bytes per\n"
+"second. q quits.\n\n"
 "  --dir DIR         read the pages in DIR (default: the runtime directory)\n"
 "  --interval S      seconds between redraws (default 1; 0.1 to 3600)\n"
 "  --once            print one frame (rates over one interval) and exit\n"
@@ -58,6 +59,7 @@ struct prev {
 
 struct rates {
 	double allocs, fails, frees, evictions, xfers, xfails, xbytes, ext, grefused;
+	double cbytes;			/* moved by the single copy */
 	bool valid;
 };
 
@@ -138,6 +140,7 @@ static struct rates rates_of(const struct hkv_page *pg, const struct prev *pv)
 	r.xfails = per_s(pg->xfer.failures, p->xf.failures, dt);
 	r.xbytes = per_s(pg->xfer.bytes, p->xf.bytes, dt);
 	r.grefused = per_s(pg->xfer.grants_refused, p->xf.grants_refused, dt);
+	r.cbytes = per_s(pg->xfer.cma_bytes, p->xf.cma_bytes, dt);
 	if (a->allocs > p->st.allocs)
 		r.ext = (double)(a->extents_returned - p->st.extents_returned) /
 			(double)(a->allocs - p->st.allocs);
@@ -231,7 +234,8 @@ static void draw_pool(const struct ctl_page *p, const struct prev *pv, unsigned 
 {
 	const struct hkv_stats *st = &p->pg.stats;
 	struct rates r = rates_of(&p->pg, pv);
-	char a[16], f[16], fr[16], ev[16], xf[16], xe[16], age[16], pin[16], b[64], g[80] = "";
+	char a[16], f[16], fr[16], ev[16], xf[16], xe[16], age[16], pin[16], cb[16], b[64];
+	char g[160] = "";
 	struct ctl_states s;
 	bool stale = p->pg.flags & HKV_PAGE_STALE;
 
@@ -250,15 +254,22 @@ static void draw_pool(const struct ctl_page *p, const struct prev *pv, unsigned 
 	     fmt_rate(xe, sizeof(xe), r.xfails, r.valid && !stale && p->pg.xfer.endpoints),
 	     stale ? "  STALE (process gone)" : "");
 	bar(b, 40, st);
-	/* a transfer target's grants held now: what its peers pin */
-	if (p->pg.xfer.endpoints)
-		snprintf(g, sizeof(g), "  xfer, grants %" PRIu64 " (%" PRIu64 " pages)",
-			 p->pg.xfer.grants_active, p->pg.xfer.grant_pages);
 	line(cols, "  [%s] units %" PRIu64 " pinned %" PRIu64 "  largest free %" PRIu64
-	     "  ufi(64) %.3f  evicted %" PRIu64 "  fails %" PRIu64 "%s%s%.0u", b, st->units,
+	     "  ufi(64) %.3f  evicted %" PRIu64 "  fails %" PRIu64 "%s%.0u", b, st->units,
 	     st->pinned_units, st->largest_free_extent, st->ufi[2], st->evictions,
-	     st->alloc_failures, g,
+	     st->alloc_failures,
 	     p->pg.name[0] ? "  named, processes " : "", p->pg.name[0] ? p->npids : 0);
+	if (!p->pg.xfer.endpoints)
+		return;
+	/* a transfer target's grants held now (what its peers pin); the
+	 * peers on the single copy each way and its bytes, on a page that
+	 * carries them */
+	if (p->pg.xfer.sz > HKV_PAGE_XFER_SZ1)
+		snprintf(g, sizeof(g), ", single copy out %" PRIu64 " in %" PRIu64 " %s B/s",
+			 p->pg.xfer.cma_out, p->pg.xfer.cma_in,
+			 fmt_rate(cb, sizeof(cb), r.cbytes, r.valid && !stale));
+	line(cols, "  xfer: grants %" PRIu64 " (%" PRIu64 " pages)%s", p->pg.xfer.grants_active,
+	     p->pg.xfer.grant_pages, g);
 }
 
 static void draw(const struct ctl_pages *set, const struct prev *pv, size_t npv)
@@ -326,6 +337,15 @@ static void json_frame(const struct ctl_pages *set, const struct prev *pv, size_
 		json_u64(&j, "grants_active", p->pg.xfer.grants_active);
 		json_u64(&j, "granted_pages", p->pg.xfer.grant_pages);
 		json_dbl(&j, "grants_refused_per_s", r.grefused);
+		if (p->pg.xfer.endpoints && p->pg.xfer.sz > HKV_PAGE_XFER_SZ1) {
+			json_obj(&j, "single_copy");	/* same-host peers, both ways */
+			json_u64(&j, "out_peers", p->pg.xfer.cma_out);
+			json_u64(&j, "in_peers", p->pg.xfer.cma_in);
+			json_dbl(&j, "bytes_per_s", r.cbytes);
+			json_u64(&j, "offers_refused", p->pg.xfer.cma_refused);
+			json_u64(&j, "faults", p->pg.xfer.cma_faults);
+			json_close(&j);
+		}
 		json_close(&j);
 	}
 	json_close(&j);
