@@ -7,7 +7,9 @@
  * byte, on the single-copy path (the default between processes of one
  * host: the target copies). A second endpoint of the child, on a pool of
  * its own ("cma liar"), offers another process's pid and is refused, so
- * the target counts a refused offer.
+ * the target counts a refused offer. Last, one put of a 2 MiB hugepage
+ * the initiator made unreadable: the target's copy faults (one fault
+ * counted there), the put fails with -EFAULT and the connection lives.
  *
  * Then the initiator stops moving, publishes its page and writes its
  * hkv_xfer_stats_print() JSON as one line on stdout; the target, told
@@ -18,6 +20,7 @@
  */
 #include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "xfer-side.h"
@@ -25,6 +28,7 @@
 #define ALLOCATED	128		/* the target's pages [0, ALLOCATED) */
 #define XP		16		/* pages per transfer */
 #define ROUNDS		6
+#define HP_PAGES	32		/* pages of a 2 MiB hugepage */
 
 static const char key[] = "metrics-cma: the key of both sides";
 
@@ -53,18 +57,52 @@ static void connect_to(struct hkv_xfer *x, const char *addr, unsigned cma_out,
 		    -EPROTO);
 }
 
-static void move(struct hkv_xfer *x, struct hkv_xfer_peer *peer, bool get,
-		 struct hkv_extent *l, const struct hkv_extent *r)
+/* a put or get of l onto r; its result */
+static int xfer(struct hkv_xfer *x, struct hkv_xfer_peer *peer, bool get,
+		struct hkv_extent *l, const struct hkv_extent *r)
 {
 	struct hkv_xfer_req rq = { .sz = sizeof(rq), .local = l, .nlocal = 1, .remote = r,
 				   .nremote = 1, .timeout_ms = 10000 };
 	uint64_t id;
 	int err = get ? hkv_xfer_get(peer, &rq, &id) : hkv_xfer_put(peer, &rq, &id);
 
-	if (!err)
-		err = hkv_xfer_wait(x, id, 0);
+	return err ? err : hkv_xfer_wait(x, id, 0);
+}
+
+static void move(struct hkv_xfer *x, struct hkv_xfer_peer *peer, bool get,
+		 struct hkv_extent *l, const struct hkv_extent *r)
+{
+	int err = xfer(x, peer, get, l, r);
+
 	if (err)
 		die(get ? "get" : "put", err);
+}
+
+/* a put from a hugepage of the pool this process cannot read: -EFAULT
+ * from the target's copy, and the connection lives */
+static void put_unreadable(struct hkv_xfer *x, struct hkv_xfer_peer *peer,
+			   struct hkv_pool *pool)
+{
+	struct hkv_extent all, h, r = { ALLOCATED - HP_PAGES, HP_PAGES };
+	void *p;
+	int err;
+
+	if (hkv_alloc(pool, 2 * HP_PAGES, HKV_LANE_ANY, HKV_ALLOC_CONTIG, &all, 1) != 1)
+		die("alloc", -ENOMEM);
+	h.start = (all.start + HP_PAGES - 1) / HP_PAGES * HP_PAGES;	/* the hugepage */
+	h.len = HP_PAGES;
+	p = hkv_page_ptr(pool, h.start);
+	if ((uintptr_t)p % (HP_PAGES * PB))
+		die("a pool page not on a 2 MiB boundary", -EINVAL);
+	if (mprotect(p, HP_PAGES * PB, PROT_NONE))
+		die("mprotect", -errno);
+	err = xfer(x, peer, false, &h, &r);
+	if (mprotect(p, HP_PAGES * PB, PROT_READ | PROT_WRITE))
+		die("mprotect", -errno);
+	if (err != -EFAULT || hkv_xfer_peer_error(peer))
+		die("the unreadable put", err ? err : -EPROTO);
+	if (hkv_free(pool, &all, 1))
+		die("free", -EINVAL);
 }
 
 /* ---- the initiator (child) --------------------------------------------- */
@@ -99,6 +137,7 @@ static void initiator(int rfd, int wfd)
 		if (memcmp(hkv_page_ptr(pool, l.start), hkv_page_ptr(pool, back.start), XP * PB))
 			die("the pages read back differ", -EIO);
 	}
+	put_unreadable(x, peer, pool);
 	side_report(x, pool);
 	if (write(wfd, "", 1) != 1)
 		die("write", -errno);
