@@ -149,8 +149,9 @@ static int tgt_access(void *ctx, struct hkv_xfer_peer *peer, unsigned event, uns
 /*
  * A fork() child of a process with endpoint x and its peer p: every call
  * on them answers -ECHILD, and destroying them touches nothing it shares
- * with the parent (UCX's sockets, the copy helpers). The child's verdict:
- * 0 when every call answered so, else the number that did not.
+ * with the parent (UCX's sockets, the copy helpers); an endpoint of its
+ * own, on a pool of its own, works. The child's verdict: 0 when every
+ * call answered so, else the number that did not.
  */
 static int fork_probe(struct hkv_xfer *x, struct hkv_xfer_peer *p, struct hkv_pool *pool)
 {
@@ -190,6 +191,19 @@ static int fork_probe(struct hkv_xfer *x, struct hkv_xfer_peer *p, struct hkv_po
 		CHECK_EQ(hkv_xfer_create(pool, &o, &x2), -ECHILD);
 	hkv_xfer_peer_close(p);
 	hkv_xfer_destroy(x);
+#ifndef __SANITIZE_THREAD__	/* UCX starts threads: not after fork() under TSan */
+	if (pool) {		/* the child's own */
+		struct hkv_pool *own = pool_new(32, PB);
+
+		CHECK_EQ(hkv_xfer_create(own, &o, &x2), 0);
+		CHECK_EQ(hkv_xfer_listen(x2, "127.0.0.1:0", &port), 0);
+		CHECK_EQ(hkv_xfer_progress(x2), 0);
+		CHECK_EQ(hkv_xfer_stats(x2, NULL, &st), 0);
+		hkv_xfer_destroy(x2);
+		CHECK_EQ(hkv_check(own), 0);
+		hkv_pool_destroy(own);
+	}
+#endif
 	_exit(failures - f0);
 }
 
