@@ -73,7 +73,7 @@ uint64_t xf_coarse_ns(void)
  */
 uint64_t xf_fork_gen;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-static int fork_err;
+static int fork_err, fork_warned;
 
 static void fork_child(void)
 {
@@ -85,13 +85,15 @@ static void fork_register(void)
 	fork_err = pthread_atfork(NULL, NULL, fork_child);
 }
 
-/* the generation an endpoint created now belongs to; -errno when a child
- * could not be told (pthread_atfork() failed) */
+/* the generation an endpoint created now belongs to; -errno, the first
+ * time only, when a child could not be told (pthread_atfork() failed) */
 int xf_fork_generation(uint64_t *gen)
 {
 	pthread_once(&fork_once, fork_register);
 	*gen = __atomic_load_n(&xf_fork_gen, __ATOMIC_RELAXED);
-	return -fork_err;
+	if (fork_err && !__atomic_exchange_n(&fork_warned, 1, __ATOMIC_RELAXED))
+		return -fork_err;
+	return 0;
 }
 
 /* absolute deadline for a limit in ms; < 0 = none (UINT64_MAX) */
