@@ -87,6 +87,7 @@ static void publish(struct hkv_xfer *x)
 	for (q = x->peers; q && p.npeers < HKV_PAGE_XFER_PEERS; q = q->next) {
 		struct hkv_page_grants *pg = &p.peer_grants[p.npeers];
 		struct hkv_page_peer *pp = &p.peer[p.npeers++];
+
 		pp->peer = q->id;
 		pp->transfers = q->st.transfers;
 		pp->failures = q->st.failures;

@@ -120,25 +120,28 @@ def test_fork_child_leaves_the_connection_alone(pools):
         ep.wait(peer.put(src, remote))
         r, w = os.pipe()
         pid = os.fork()
-        if pid == 0:                    # the child: a verdict, then out
-            os.close(r)
-            bad = []
-            for name, call in (("progress", ep.progress), ("put", lambda: peer.put(src, remote)),
-                               ("get", lambda: peer.get(back, remote)),
-                               ("wait", lambda: ep.wait(0, timeout_ms=10)),
-                               ("stats", ep.stats)):
-                try:
-                    call()
-                    bad.append(name + ": no error")
-                except hugekv.Error as e:
-                    if e.errno != errno.ECHILD:
+        if pid == 0:                    # the child: a verdict, then out, whatever happens
+            try:
+                os.close(r)
+                bad = []
+                for name, call in (("progress", ep.progress),
+                                   ("put", lambda: peer.put(src, remote)),
+                                   ("get", lambda: peer.get(back, remote)),
+                                   ("wait", lambda: ep.wait(0, timeout_ms=10)),
+                                   ("stats", ep.stats)):
+                    try:
+                        call()
+                        bad.append(name + ": no error")
+                    except hugekv.Error as e:
+                        if e.errno != errno.ECHILD:
+                            bad.append(f"{name}: {e!r}")
+                    except Exception as e:  # noqa: BLE001 - the verdict says
                         bad.append(f"{name}: {e!r}")
-                except Exception as e:  # noqa: BLE001 - the verdict says
-                    bad.append(f"{name}: {e!r}")
-            peer.close()
-            ep.close()
-            os.write(w, "; ".join(bad).encode() or b"ok")
-            os._exit(0)
+                peer.close()
+                ep.close()
+                os.write(w, "; ".join(bad).encode() or b"ok")
+            finally:
+                os._exit(0)             # never back into pytest in the child
         os.close(w)
         with os.fdopen(r, "rb") as f:
             verdict = f.read().decode()

@@ -39,7 +39,7 @@
 #define REFUSE_HI	320
 
 static int failures;
-static bool tgt_fork;		/* the target forks a child once it served two puts */
+static bool tgt_fork;		/* the target forks a child once it served two transfers */
 static uint64_t tgt_grant_mem;	/* the target's max_grant_mem (0: default) */
 static unsigned tgt_flags;	/* the target's flags */
 
@@ -1321,16 +1321,6 @@ static void case_cma_fallback(void)
 }
 
 /*
- * Cases that kill or stop a peer mid-transfer run with eager messages only
- * (UCX_RNDV_THRESH=inf, read by both processes' ucp_init): UCX 1.13's tcp
- * transport can abort the surviving process, an assertion in tcp_ep.c on
- * UCT_TCP_EP_FLAG_PUT_TX_WAITING_ACK, when the peer dies while one of its
- * rendezvous puts is in flight (about 1 run in 20 here). What these cases
- * test is hugekv-xfer's handling of the dead peer, which is the same for
- * either protocol; the rendezvous path is tested by the live cases and the
- * two-process transfers.
- */
-/*
  * A peer offers its pid once per connection: each offer costs the target
  * a pidfd and reads of /proc. An initiator changed to offer again after
  * its offer was refused has its connection closed, not its offer checked
@@ -1360,6 +1350,16 @@ static void case_cma_again(void)
 	side_close(&s);
 }
 
+/*
+ * Cases that kill or stop a peer mid-transfer run with eager messages only
+ * (UCX_RNDV_THRESH=inf, read by both processes' ucp_init): UCX 1.13's tcp
+ * transport can abort the surviving process, an assertion in tcp_ep.c on
+ * UCT_TCP_EP_FLAG_PUT_TX_WAITING_ACK, when the peer dies while one of its
+ * rendezvous puts is in flight (about 1 run in 20 here). What these cases
+ * test is hugekv-xfer's handling of the dead peer, which is the same for
+ * either protocol; the rendezvous path is tested by the live cases and the
+ * two-process transfers.
+ */
 static const struct {
 	const char *name;
 	void (*fn)(void);

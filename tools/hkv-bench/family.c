@@ -224,6 +224,8 @@ static uint64_t median_ticks(bool drained)
 }
 
 enum { FAM_HKV, FAM_TLSF, FAM_REGIONS, FAM_N };
+/* each allocator's name in the JSON and in messages */
+static const char *const fam_key[FAM_N] = { "hugekv", "tlsf", "tlsf_regions" };
 
 /* one run of one allocator (FAM_*); fills its figures */
 static int fam_run(struct churn *c, int kind, bool timed, struct fam_fig *fig)
@@ -260,8 +262,7 @@ static int fam_run(struct churn *c, int kind, bool timed, struct fam_fig *fig)
 		err = fam_ops(&m, c->t.measure_from, c->t.n);
 	t1 = now_ns();
 	if (err) {
-		fprintf(stderr, "hkv-bench: family run (%s): %s\n",
-			kind == FAM_REGIONS ? "tlsf, regions" : tlsf ? "tlsf" : "hugekv",
+		fprintf(stderr, "hkv-bench: family run (%s): %s\n", fam_key[kind],
 			hkv_strerror(err));
 		goto out;
 	}
@@ -292,12 +293,6 @@ out:
 	return err;
 }
 
-/**
- * family_run() - hugekv and the family, interleaved, c->repeat times each
- * @c: a churn whose trace is generated (random victims)
- *
- * Return: 0 or -errno (message printed).
- */
 /* hugekv's whole-run ns/op over allocator a's, per round, sorted: the
  * median and the range */
 static void fam_ratios(const struct churn *c, struct fam_fig runs[][CHURN_MAX_REPEAT], int a,
@@ -313,6 +308,12 @@ static void fam_ratios(const struct churn *c, struct fam_fig runs[][CHURN_MAX_RE
 	*hi = v[c->repeat - 1];
 }
 
+/**
+ * family_run() - hugekv and the family, interleaved, c->repeat times each
+ * @c: a churn whose trace is generated (random victims)
+ *
+ * Return: 0 or -errno (message printed).
+ */
 int family_run(struct churn *c)
 {
 	struct fam_fig runs[FAM_N][CHURN_MAX_REPEAT] = { 0 };
@@ -392,15 +393,13 @@ void family_text(const struct churn *c, FILE *f)
 
 void family_json(const struct churn *c, struct json *j)
 {
-	static const char *const name[FAM_N] = { "hugekv", "tlsf", "tlsf_regions" };
-
 	if (!c->have_fam)
 		return;
 	json_obj(j, "family");
 	json_u64(j, "runs", c->repeat);
 	json_str(j, "free_timing", "drained (mfence before the closing rdtsc)");
 	for (int a = 0; a < FAM_N; a++) {
-		json_obj(j, name[a]);
+		json_obj(j, fam_key[a]);
 		json_dbl(j, "ns_per_op", c->fam[a].ns_per_op);
 		json_lat(j, "alloc_ns", &c->fam[a].alloc);
 		json_lat(j, "free_drained_ns", &c->fam[a].free);

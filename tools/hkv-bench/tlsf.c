@@ -181,9 +181,7 @@ void tlsf_insert(struct tlsf *t, uint32_t id)
 static inline void tlsf_unlink(struct tlsf *t, uint32_t id)
 {
 	struct tl_node *n = &t->node[id];
-	uint32_t b = n->bin;
-
-	uint32_t *hp = list_of(t, b, n->off);	/* off stays while it is filed */
+	uint32_t b = n->bin, *hp = list_of(t, b, n->off);	/* off stays while filed */
 
 	if (n->bprev != TL_NIL)
 		t->node[n->bprev].bnext = n->bnext;
