@@ -18,6 +18,7 @@
 
 #define HKV_BENCH_ARRAY(a) (sizeof(a) / sizeof((a)[0]))
 #define HKV_BENCH_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define HKV_BENCH_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* ---- timer: rdtsc calibrated against CLOCK_MONOTONIC -------------------- */
 #if defined(__x86_64__) || defined(__i386__)

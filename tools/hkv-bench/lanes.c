@@ -19,6 +19,13 @@
  * frees); harness64 runs the same threads, ring and batches with stand-ins
  * for hkv_alloc() and hkv_free() that do nothing: the hand-over's own cost,
  * the ceiling handoff64 is measured against.
+ *
+ * harness_one runs one thread's churn with the same stand-ins: with the
+ * 1-thread figure it prices the pool's calls alone (per op, 1 thread's time
+ * less harness_one's). A handoff on one lane runs every allocation and
+ * every free under the lane's lock, one after the other: at best the
+ * harness's time plus that price per op, the "serial ceiling" reported as a
+ * share of harness64 beside the handoffs' shares.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -70,10 +77,11 @@ struct lcfg {
 	bool one_call;		/* a handed batch freed in one call */
 };
 
-#define NCFG	7
+#define NCFG	8
 #define CFG_HANDOFF64	4
 #define CFG_CALL64	5
 #define CFG_HARNESS64	6
+#define CFG_HARNESS1	7
 /* the configurations reported as a share of harness64 */
 #define CFG_SHARES(c)	((c) == CFG_HANDOFF64 || (c) == CFG_CALL64)
 static const struct lcfg lcfgs[NCFG] = {
@@ -84,7 +92,10 @@ static const struct lcfg lcfgs[NCFG] = {
 	{ "2 threads, handoff 64", "handoff64", 2, 1, true, true, 64, false, false },
 	{ "handoff 64, one call", "handoff64_call", 2, 1, true, true, 64, false, true },
 	{ "harness alone, 64", "harness64", 2, 1, true, true, 64, true, false },
+	{ "harness alone, 1 thread", "harness_one", 1, 1, false, false, 0, true, false },
 };
+
+#define CFG_KEYS	"two_lanes, one_lane, handoff, handoff64, handoff64_call, harness64, harness_one"
 
 struct lanes_opts {
 	uint64_t pages, ops;
@@ -100,6 +111,8 @@ struct lanes_opts {
 	/* handoff64 and handoff64_call (CFG_SHARES) over harness64, per round:
 	 * median, lowest, highest */
 	double share_med[NCFG], share_min[NCFG], share_max[NCFG];
+	/* the serial ceiling over harness64, per round: median, lowest, highest */
+	double ceil_med, ceil_min, ceil_max;
 	bool run[NCFG];		/* --only: the configurations run (one thread always) */
 };
 
@@ -429,7 +442,10 @@ static const char lanes_usage[] =
 "thread that frees it (both on one lane); handoff64: the victims handed over\n"
 "64 at a time; handoff64_call: each batch freed in one hkv_free() call;\n"
 "harness64: the same hand-over with calls that do nothing (its own cost:\n"
-"the handoffs' ceiling, reported as their share of it).\n"
+"the handoffs' ceiling, reported as their share of it); harness_one: one\n"
+"thread's churn with calls that do nothing, which prices the calls alone\n"
+"and so the serial ceiling: harness64 plus every call run one after the\n"
+"other, as one lane's lock runs them (a share of harness64 too).\n"
 "\n"
 "  --pages N            pages in the pool (default 1M)\n"
 "  --ops N              measured ops per thread (default 1M)\n"
@@ -438,7 +454,7 @@ static const char lanes_usage[] =
 "  --repeat R           rounds (each runs every configuration once, order\n"
 "                       alternating); medians reported (default 3)\n"
 "  --only LIST          run only these of two_lanes, one_lane, handoff,\n"
-"                       handoff64, handoff64_call, harness64\n"
+"                       handoff64, handoff64_call, harness64, harness_one\n"
 "                       (comma-separated); one thread, the reference of\n"
 "                       every ratio, always runs\n";
 
@@ -476,8 +492,8 @@ static int lanes_only(struct lanes_opts *o, const char *arg)
 			if (strlen(lcfgs[c].key) == n && !strncmp(p, lcfgs[c].key, n))
 				break;
 		if (c == NCFG) {
-			fprintf(stderr, "hkv-bench lanes: --only: '%.*s' is none of two_lanes, "
-				"one_lane, handoff, handoff64, handoff64_call, harness64\n", (int)n, p);
+			fprintf(stderr, "hkv-bench lanes: --only: '%.*s' is none of "
+				CFG_KEYS "\n", (int)n, p);
 			return -EINVAL;
 		}
 		run[c] = true;
@@ -533,6 +549,35 @@ static void harness_share(struct lanes_opts *o, int c)
 	o->share_max[c] = share[o->repeat - 1];
 }
 
+/*
+ * The serial ceiling's share of harness64, per round: the pool's calls cost
+ * a = 1/one_thread - 1/harness_one per op (one thread, no hand-over), and a
+ * handoff whose lock runs them one after the other takes at least
+ * 1/harness64 + a per op, so its share is at most 1 / (1 + a * harness64).
+ */
+static void serial_ceiling(struct lanes_opts *o)
+{
+	double share[LANES_MAX_REPEAT];
+
+	for (unsigned r = 0; r < o->repeat; r++) {
+		double one = o->mops[0][r], h1 = o->mops[CFG_HARNESS1][r];
+		double h64 = o->mops[CFG_HARNESS64][r];
+		/* a noisy round may time the calls at nothing: ceiling 1 */
+		double a = one > 0 && h1 > 0 ? HKV_BENCH_MAX(1 / one - 1 / h1, 0.0) : 0;
+
+		share[r] = h64 > 0 ? 1 / (1 + a * h64) : 0;
+	}
+	o->ceil_med = median_d(share, o->repeat);
+	o->ceil_min = share[0];
+	o->ceil_max = share[o->repeat - 1];
+}
+
+/* did the configurations the serial ceiling needs run? */
+static bool has_ceiling(const struct lanes_opts *o)
+{
+	return o->run[CFG_HARNESS64] && o->run[CFG_HARNESS1];
+}
+
 /* is configuration c reported as a share of harness64 (both ran)? */
 static bool has_share(const struct lanes_opts *o, int c)
 {
@@ -571,6 +616,8 @@ static int lanes_measure(void *st)
 	for (int c = 0; c < NCFG; c++)
 		if (has_share(o, c))
 			harness_share(o, c);
+	if (has_ceiling(o))
+		serial_ceiling(o);
 	return 0;
 }
 
@@ -594,6 +641,9 @@ static void lanes_report(void *st, struct json *j)
 			if (has_share(o, c))
 				printf("  %s / harness alone: %.2f [%.2f-%.2f]\n", lcfgs[c].name,
 				       o->share_med[c], o->share_min[c], o->share_max[c]);
+		if (has_ceiling(o))
+			printf("  serial ceiling / harness alone: %.2f [%.2f-%.2f]\n",
+			       o->ceil_med, o->ceil_min, o->ceil_max);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
 		       "   round's 1-thread figure; served: calls the lane's holder ran for a\n"
 		       "   waiting thread; deferred: frees answered at once, run by the holder)\n");
@@ -616,6 +666,15 @@ static void lanes_report(void *st, struct json *j)
 		json_dbl(j, "handoff64_call_mops", o->med[CFG_CALL64]);
 	if (o->run[CFG_HARNESS64])
 		json_dbl(j, "harness64_mops", o->med[CFG_HARNESS64]);
+	if (o->run[CFG_HARNESS1])
+		json_dbl(j, "harness_one_mops", o->med[CFG_HARNESS1]);
+	if (has_ceiling(o)) {
+		json_dbl(j, "serial_ceiling_harness_share", o->ceil_med);
+		json_arr(j, "serial_ceiling_harness_share_range");
+		json_dbl(j, NULL, o->ceil_min);
+		json_dbl(j, NULL, o->ceil_max);
+		json_arr_end(j);
+	}
 	for (int c = 0; c < NCFG; c++) {
 		char key[48];
 
