@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import threading
 from typing import Any, List, Optional
 
@@ -60,8 +61,8 @@ def _torch():
 def _size_bytes(shapes, dtypes):
     torch = _torch()
     total = 0
-    for s, d in zip(shapes, dtypes):
-        total += int(np.prod(tuple(s), dtype=np.int64)) * torch.empty(0, dtype=d).element_size()
+    for s, d in zip(shapes, dtypes):     # Python ints: a product cannot wrap
+        total += math.prod(s) * torch.empty(0, dtype=d).element_size()
     return total
 
 
@@ -70,6 +71,9 @@ def _norm(shapes, dtypes):
     if isinstance(shapes, (torch.Size, tuple)) and all(isinstance(x, int) for x in shapes):
         shapes = [torch.Size(shapes)]
     shapes = [torch.Size(s) for s in shapes]
+    for s in shapes:
+        if any(x < 0 for x in s):
+            raise ValueError(f"shape {tuple(s)} has a negative dimension")
     if isinstance(dtypes, torch.dtype):
         dtypes = [dtypes] * len(shapes)
     dtypes = list(dtypes)
@@ -289,11 +293,12 @@ class PagedTensorMemoryAllocator:
                      allocator_type: Optional[str] = None, update_stats: bool = True) -> None:
         """Give pages back: one hugekv call for the batch, runs merged."""
         with self._lock:
-            objs = []
+            objs, seen = [], set()
             for o in memory_objs:
                 if not isinstance(o, HugeKVMemoryObj) or o.parent_allocator is not self:
                     raise ValueError("memory object was not allocated by this allocator")
-                if o.is_valid() and self._objs.get(o.page) is o:
+                if o.is_valid() and self._objs.get(o.page) is o and o.page not in seen:
+                    seen.add(o.page)     # named twice: freed once, as free() twice
                     objs.append(o)
                 else:
                     _log.warning("Trying to free an invalidated MemoryObj")

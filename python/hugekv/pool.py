@@ -146,6 +146,15 @@ def _index(v, what, lo=0, hi=_U64_MAX):
     return v
 
 
+def _lane_index(v, nlanes):
+    """v as a lane of a pool of @nlanes lanes, or LANE_ANY, else
+    TypeError/ValueError."""
+    v = _index(v, "lane")
+    if v != LANE_ANY and v >= nlanes:
+        raise ValueError(f"lane must be in [0, {nlanes - 1}] or hugekv.LANE_ANY, got {v}")
+    return v
+
+
 def as_extents(extents: ExtentsLike) -> np.ndarray:
     """extents as a C-contiguous int64 (k, 2) numpy array (copied only when
     needed). Accepts numpy arrays, torch tensors, (start, len) pairs.
@@ -494,8 +503,8 @@ class Pool:
             h = self._handle()
         if type(npages) is not int or npages <= 0 or npages > _U64_MAX:
             npages = _index(npages, "npages", 1)
-        if lane != LANE_ANY and (type(lane) is not int or not 0 <= lane < self.nlanes):
-            lane = _index(lane, "lane", 0, self.nlanes - 1)
+        if type(lane) is not int or (lane != LANE_ANY and not 0 <= lane < self.nlanes):
+            lane = _lane_index(lane, self.nlanes)
         flags = (1 if contig else 0) | (2 if evict else 0) if contig or evict else 0
         try:
             buf, bufp, rows = self._tls.b

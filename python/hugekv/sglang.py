@@ -32,6 +32,7 @@ over hugekv memory pools (hugepages, NUMA-bound, prefaulted).
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import struct
 import threading
@@ -77,6 +78,17 @@ def _from_numpy(a):
     global _from_numpy
     _from_numpy = _torch().from_numpy
     return _from_numpy(a)
+
+
+def _need_size(v):
+    """alloc()'s need_size as an int (ints, numpy and one-element torch
+    integers), else TypeError: a float or an array names no token count."""
+    if isinstance(v, bool):
+        raise TypeError("alloc: need_size must be an integer, not bool")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"alloc: need_size must be an integer, not {type(v).__name__}") from None
 
 
 def _index_tokens(indices, size, what="free"):
@@ -185,6 +197,8 @@ class HostPoolMixin:
 
     def alloc(self, need_size: int) -> Optional[torch.Tensor]:
         ps = self._hkv_page_size
+        if type(need_size) is not int:
+            need_size = _need_size(need_size)
         if need_size % ps:
             raise AssertionError(_HOST_ALIGN)
         with self.lock:
@@ -366,6 +380,8 @@ class DevicePoolMixin:
 
     def alloc(self, need_size: int) -> Optional[torch.Tensor]:
         ps = self._hkv_ps
+        if type(need_size) is not int:
+            need_size = _need_size(need_size)
         if self.debug_mode and ps > 1:
             assert need_size % ps == 0, _DEV_ALIGN
         npages = need_size // ps

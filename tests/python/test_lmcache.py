@@ -93,6 +93,20 @@ def test_over_an_lmcache_buffer_and_errors():
         PagedTensorMemoryAllocator("x", [SHAPE], [torch.bfloat16])
 
 
+def test_bad_shapes_and_a_batch_naming_an_object_twice():
+    a = make(4)
+    for shape in (torch.Size([-1]), torch.Size([2, -4]),
+                  torch.Size([2 ** 40, 2 ** 40]),        # 2^81 bytes: wraps int64
+                  torch.Size([2 ** 32, 2 ** 32, 4])):    # 2^66 elements: wraps to 0
+        with pytest.raises(ValueError):
+            a.allocate(shape, torch.bfloat16)
+    assert a.num_active_allocations == 0 and a.pool.available == 4
+    o, p = a.allocate(SHAPE, torch.bfloat16), a.allocate(SHAPE, torch.bfloat16)
+    a.batched_free([o, p, o])            # freed once each, as free() twice would
+    assert not o.is_valid() and not p.is_valid()
+    assert a.num_active_allocations == 0 and a.pool.available == 4 and a.memcheck()
+
+
 def test_on_hugepages_and_a_given_pool():
     need_2m(4)
     a = PagedTensorMemoryAllocator(128 * 16384, [SHAPE], [torch.bfloat16], backing="2m",

@@ -92,7 +92,14 @@ def test_bad_lane_and_options():
             p.alloc(1, lane=2)
         with pytest.raises(ValueError):
             p.alloc(1, lane=-1)
-        assert p.available == 16
+        # a lane of another type: TypeError, however it compares to LANE_ANY
+        for lane in (np.array([]), np.array([0, 1]), float(hugekv.LANE_ANY), 0.0, "0", None, True):
+            with pytest.raises(TypeError):
+                p.alloc(1, lane=lane)
+        assert p.alloc(1, lane=np.uint32(hugekv.LANE_ANY)).shape == (1, 2)    # index-like: taken
+        e, (lo, n) = p.alloc(1, lane=np.int64(1)), p.lane_range(1)
+        assert e[0, 1] == 1 and lo <= e[0, 0] < lo + n
+        assert p.available == 14
     for kw in (dict(npages=0), dict(npages=-1), dict(npages=8, nlanes=0),
                dict(npages=8, backing="2M-please"), dict(npages=8, free_room=(0.5, 0.1)),
                dict(npages=8, numa_node=-2), dict(npages=8, chunk_bytes=-1)):

@@ -11,6 +11,7 @@ SGLang's own allocator and host-pool tests check, written anew.
 import abc
 import threading
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -102,6 +103,11 @@ def test_host_paged_alloc_free():
     with pytest.raises(ValueError, match="page-aligned"):
         h.free(torch.tensor([1, 2, 3, 4]))
     assert h.available_size() == 16
+    for size in (4.0, np.array([4]), "4", None, True):     # no token count: TypeError
+        with pytest.raises(TypeError, match="need_size"):
+            h.alloc(size)
+    assert h.available_size() == 16
+    assert h.free(h.alloc(np.int64(4))) == 4 and h.free(h.alloc(torch.tensor(4))) == 4
 
 
 def test_host_double_free_names_the_slots():
@@ -261,6 +267,9 @@ def test_paged_alloc_is_page_aligned_and_contiguous(monkeypatch):
     assert a.available_size() == 64
     with pytest.raises(AssertionError, match="page-aligned"):
         a.alloc(6)
+    for size in (8.0, 2.0, np.array([8]), "8"):     # 2.0 // 4 is 0.0: no empty answer
+        with pytest.raises(TypeError, match="need_size"):
+            a.alloc(size)
     x = a.alloc(8)
     assert x.tolist() == list(range(4, 12))
     a.free(x[:3])                               # any token of a page frees the page
