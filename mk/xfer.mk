@@ -70,7 +70,7 @@ $(XFER_TEST): tests/xfer/xfer-test.c $(XFER_OBJS) $(BUILD)/libhugekv.so | $(BUIL
 		$(LIBS) -o $@
 
 # the attacks: plain libucp against a served pool
-$(XFER_ATTACK): tests/xfer/xfer-attack.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
+$(XFER_ATTACK): tests/xfer/xfer-attack.c tests/hkv_test_clock.h $(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \
 		-Wl,-rpath,'$$ORIGIN/..' $(HKV_LDFLAGS) $(UCX_LIBS) $(LIBS) -o $@
@@ -78,7 +78,7 @@ $(XFER_ATTACK): tests/xfer/xfer-attack.c $(BUILD)/libhugekv-xfer.so | $(BUILD)/t
 # the metrics tests' transfer programs (mk/metrics.mk): a target under a
 # grant flood; two processes of this host on the single-copy path
 METRICS_XFER	:= $(BUILD)/tests/metrics-grants $(BUILD)/tests/metrics-cma
-$(METRICS_XFER): $(BUILD)/tests/metrics-%: tests/metrics/%.c tests/metrics/xfer-side.h \
+$(METRICS_XFER): $(BUILD)/tests/metrics-%: tests/metrics/%.c tests/metrics/xfer-side.h tests/hkv_test_clock.h \
 		$(BUILD)/libhugekv-xfer.so | $(BUILD)/tests
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(CFLAGS) $(HKV_CFLAGS) $(UCX_CFLAGS) $< -L$(BUILD) -lhugekv-xfer -lhugekv \

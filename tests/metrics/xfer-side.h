@@ -20,6 +20,8 @@
 #include <hugekv.h>
 #include <hugekv-xfer.h>
 
+#include "../hkv_test_clock.h"
+
 #define NPAGES		512
 #define PB		65536ull
 
@@ -39,14 +41,6 @@ static struct hkv_pool *pool_new(const char *label)
 	if (err)
 		die("pool", err);
 	return p;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* the serving side: its pool with @e allocated, its endpoint, the pipes

@@ -48,6 +48,8 @@
 #include "hugekv.h"
 #include "hugekv-xfer.h"
 
+#include "../hkv_test_clock.h"
+
 #define NPAGES		512
 #define PB		65536ull
 #define ALLOC		384
@@ -69,14 +71,6 @@ static int failures;
 static uint64_t secret_word(uint64_t page, uint64_t w)
 {
 	return 0x5ec7e75ec7e70000ull ^ (page << 20) ^ w;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* ---- the target ----------------------------------------------------------- */
