@@ -266,6 +266,8 @@ class Pool:
         if label is not None:
             if not isinstance(label, str):
                 raise TypeError(f"label must be a str, got {type(label).__name__}")
+            if "\0" in label:            # C would keep only what comes before it
+                raise ValueError("label contains a NUL character")
             o.label = label.encode()      # kept by o until create; the library copies it
         return o
 

@@ -75,7 +75,9 @@ def host_pages(directory=None):
     for n in names:
         pg = _lib.Page()
         pg.sz = ctypes.sizeof(pg)
-        err = lib.hkv_page_read(os.path.join(d, n).encode(), ctypes.byref(pg))
+        # fsencode: a name that is not UTF-8 is one unreadable page, not a
+        # failed scrape
+        err = lib.hkv_page_read(os.fsencode(os.path.join(d, n)), ctypes.byref(pg))
         if err == -2:           # -ENOENT: destroyed meanwhile
             continue
         if err:

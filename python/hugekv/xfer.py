@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import Error, Extent, error
-from .pool import Pool, as_extents
+from .pool import Pool, _index, as_extents
 
 c_u64, c_uint, c_int, c_void_p = ctypes.c_uint64, ctypes.c_uint, ctypes.c_int, ctypes.c_void_p
 c_size_t = ctypes.c_size_t
@@ -150,6 +150,44 @@ def _timeout(v, what):
     return v
 
 
+def _cstr(v, what, path=False):
+    """@v as the bytes of a C string (None stays None), else TypeError; a
+    NUL inside is refused (ValueError): C would read a shorter string."""
+    if v is None:
+        return None
+    if path and isinstance(v, os.PathLike):
+        v = os.fspath(v)
+    if isinstance(v, str):
+        v = os.fsencode(v) if path else v.encode()
+    if not isinstance(v, (bytes, bytearray)):
+        raise TypeError(f"{what} must be a str{', a path' if path else ''} or bytes, "
+                        f"not {type(v).__name__}")
+    if b"\0" in v:
+        raise ValueError(f"{what} contains a NUL byte")
+    return bytes(v)
+
+
+def _unit_ids(v):
+    """pin_units as a flat uint64 array of unit ids: integers only (a float
+    or a string would name another unit), none negative."""
+    try:
+        a = np.asarray(v).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"pin_units must be integers: {e}") from None
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError(f"pin_units must be integers, not {a.dtype}")
+    if a.dtype.kind == "i" and (a < 0).any():
+        raise ValueError("pin_units: a negative unit id")
+    return np.ascontiguousarray(a.astype(np.uint64))
+
+
+def _addr(v):
+    """an address "HOST:PORT" as C string bytes"""
+    if v is None:
+        raise TypeError("addr must be a str or bytes, not None")
+    return _cstr(v, "addr")
+
+
 def _stats_dict(st):
     d = {n: getattr(st, n) for n, _ in XferStats._fields_ if n not in ("sz", "nslow", "slow")}
     d["slowest"] = [{n: getattr(st.slow[i], n) for n, _ in XferSlow._fields_}
@@ -201,9 +239,7 @@ class Peer:
             raise ValueError(f"{what}: empty extents")
         if (loc < 0).any() or (rem < 0).any():
             raise ValueError(f"{what}: negative extent values")
-        units = None
-        if pin_units is not None:
-            units = np.ascontiguousarray(np.asarray(pin_units, dtype=np.uint64).reshape(-1))
+        units = _unit_ids(pin_units) if pin_units is not None else None
         rq = XferReq(sz=ctypes.sizeof(XferReq), local=loc.ctypes.data, nlocal=len(loc),
                      remote=rem.ctypes.data, nremote=len(rem),
                      pin_units=units.ctypes.data if units is not None and len(units) else None,
@@ -266,8 +302,15 @@ class Endpoint:
         if key is not None and not isinstance(key, (bytes, bytearray)):
             raise TypeError("key must be bytes or str")
         self._key = bytes(key) if key is not None else None
-        self._keep = [os.fsencode(key_file) if key_file is not None else None,
-                      name.encode() if isinstance(name, str) else name]
+        # C strings the options point at (a plain int would be an address)
+        self._keep = [_cstr(key_file, "key_file", path=True), _cstr(name, "name")]
+        u32 = 0xFFFFFFFF      # the unsigned options: in range, not wrapped by ctypes
+        max_inflight = _index(max_inflight, "max_inflight", 0, u32)
+        max_grants = _index(max_grants, "max_grants", 0, u32)
+        max_peers = _index(max_peers, "max_peers", 0, u32)
+        reg_chunk_bytes = _index(reg_chunk_bytes, "reg_chunk_bytes")
+        max_grant_mem = _index(max_grant_mem, "max_grant_mem")
+        max_grant_mem_all = _index(max_grant_mem_all, "max_grant_mem_all")
         o = XferOpts(sz=ctypes.sizeof(XferOpts), max_inflight=max_inflight,
                      timeout_ms=_timeout(timeout_ms, "timeout_ms"),
                      reg_chunk_bytes=reg_chunk_bytes,
@@ -292,7 +335,7 @@ class Endpoint:
     def listen(self, addr):
         """Listen on "HOST:PORT" (port 0: any); returns the port."""
         port = c_uint()
-        _check(xlib.hkv_xfer_listen(self._live(), addr.encode(), ctypes.byref(port)),
+        _check(xlib.hkv_xfer_listen(self._live(), _addr(addr), ctypes.byref(port)),
                f"listen on {addr}")
         return port.value
 
@@ -308,7 +351,7 @@ class Endpoint:
     def connect(self, addr, timeout_ms=0):
         """Connect to a listening endpoint; both sides prove their keys."""
         p = c_void_p()
-        _check(xlib.hkv_xfer_connect(self._live(), addr.encode(),
+        _check(xlib.hkv_xfer_connect(self._live(), _addr(addr),
                                      _timeout(timeout_ms, "timeout_ms"), ctypes.byref(p)),
                f"connect to {addr}")
         peer = Peer(self, p.value)
@@ -323,7 +366,7 @@ class Endpoint:
     def test(self, tid):
         """None while transfer @tid runs; True once it succeeded (raises if
         it failed). A result is collected once."""
-        r = xlib.hkv_xfer_test(self._live(), tid)
+        r = xlib.hkv_xfer_test(self._live(), _index(tid, "tid"))
         if r == -errno.EINPROGRESS:
             return None
         _check(r, f"transfer {tid}")
@@ -332,7 +375,8 @@ class Endpoint:
     def wait(self, tid=0, timeout_ms=0):
         """Progress until transfer @tid (0: every transfer) ends; raises its
         error. TimeoutError if @timeout_ms passes first (it still runs)."""
-        r = xlib.hkv_xfer_wait(self._live(), tid, _timeout(timeout_ms, "timeout_ms"))
+        r = xlib.hkv_xfer_wait(self._live(), _index(tid, "tid"),
+                               _timeout(timeout_ms, "timeout_ms"))
         if r == -errno.EAGAIN:
             raise TimeoutError(f"transfer {tid} still running after {timeout_ms} ms")
         _check(r, f"transfer {tid}")

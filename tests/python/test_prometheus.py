@@ -150,6 +150,8 @@ def test_label_checks(runtime):
         hugekv.Pool(16, label="tab\there")
     with pytest.raises(TypeError):
         hugekv.Pool(16, label=5)
+    with pytest.raises(ValueError, match="NUL"):       # not cut short to "a"
+        hugekv.Pool(16, label="a\0b")
     with hugekv.Pool(16, label="y" * 63) as p:
         assert p.label == "y" * 63
     with hugekv.Pool(16) as p:
@@ -165,6 +167,16 @@ def test_no_page_when_disabled(tmp_path, monkeypatch):
         assert e.value.errno == 2
         assert not (tmp_path / "rt").exists()
     assert hp.host_pages(str(tmp_path / "rt")) == ([], 0)
+
+
+def test_a_stray_page_name_is_one_error(tmp_path):
+    """a file whose name is not UTF-8 (or not a page) in the page directory
+    counts as one unreadable page; the scrape goes on"""
+    d = tmp_path / "rt"
+    d.mkdir()
+    open(os.path.join(os.fsencode(d), b"\xff\xfe.page"), "wb").close()
+    (d / "junk.page").write_bytes(b"not a stats page")
+    assert hp.host_pages(str(d)) == ([], 2)
 
 
 def test_named_pool_by_name(runtime, monkeypatch):

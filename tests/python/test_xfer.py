@@ -181,6 +181,10 @@ def test_put_remote_sizes_must_match(pools):
         assert ei.value.errno == errno.ERANGE
         with pytest.raises(ValueError):
             ep.wait(0, timeout_ms=-5)
+        for units, exc in (([1.5], TypeError), (["3"], TypeError), ([-1], ValueError)):
+            with pytest.raises(exc, match="pin_units"):   # no unit pinned in its place
+                peer.put(src, [[0, 8]], pin_units=units)
+        assert ep.stats()["transfers"] == 0
         peer.close()
         ep.close()
         pools.free(src)
@@ -216,6 +220,32 @@ def test_no_key(pools, monkeypatch):
     assert ei.value.errno == errno.EINVAL
     with pytest.raises(TypeError):
         xfer.Endpoint("not a pool", key=KEY)
+
+
+def test_options_and_arguments_checked_before_c(pools):
+    """What ctypes would wrap, truncate or take for an address: refused,
+    no endpoint made (a name given as an int was read at that address)."""
+    for kw, exc in ((dict(name=5), TypeError), (dict(name="a\0b"), ValueError),
+                    (dict(key_file="/tmp/k\0y"), ValueError), (dict(key_file=3), TypeError),
+                    (dict(max_grants=2 ** 32), ValueError), (dict(max_inflight=-1), ValueError),
+                    (dict(max_peers=1.5), TypeError), (dict(reg_chunk_bytes=-1), ValueError),
+                    (dict(max_grant_mem=2 ** 64), ValueError),
+                    (dict(max_grant_mem_all=True), TypeError)):
+        with pytest.raises(exc):
+            xfer.Endpoint(pools, key=KEY, **kw)
+    with xfer.Endpoint(pools, key=KEY, name=b"bytes-name", max_grants=2 ** 32 - 1) as ep:
+        for addr, exc in ((5, TypeError), (None, TypeError), ("127.0.0.1:0\0x", ValueError)):
+            with pytest.raises(exc, match="addr"):
+                ep.listen(addr)
+            with pytest.raises(exc, match="addr"):
+                ep.connect(addr, timeout_ms=100)
+        for tid, exc in (("1", TypeError), (1.0, TypeError), (-1, ValueError),
+                         (2 ** 64, ValueError)):
+            with pytest.raises(exc, match="tid"):
+                ep.test(tid)
+            with pytest.raises(exc, match="tid"):
+                ep.wait(tid, timeout_ms=1)
+        assert ep.listen("127.0.0.1:0") > 0
 
 
 def test_access_callback_sees_the_peer_and_refuses(pools):
