@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""Every public call of the package with hostile arguments, seeded: prints
-one JSON object, {"calls": N, "unexpected": [...]}; run by
-test_hostile.py in a process of its own, so that a crash fails the test
-instead of ending pytest. A call may succeed or raise a clear exception
+"""Every public call of the package and of its engine adapters with
+hostile arguments, seeded: prints one JSON object, {"calls": N,
+"unexpected": [...]}; run by test_hostile.py in a process of its own, so
+that a crash fails the test instead of ending pytest. A call may succeed or raise a clear exception
 (EXPECTED); anything else (ctypes.ArgumentError, AttributeError, a crash)
 is what the test catches. Silent acceptance is not: the suites of each
 class test the values that must be refused."""
@@ -38,11 +38,11 @@ class Run:
     def arg(self, extra=()):
         return self.rng.choice(VALUES + list(extra))
 
-    def call(self, what, fn, *args, **kw):
+    def call(self, what, fn, *args, expected=EXPECTED, **kw):
         self.calls += 1
         try:
             return fn(*args, **kw)
-        except EXPECTED:
+        except expected:
             return None
         except Exception as e:  # noqa: BLE001 (the point: any other type is a defect)
             if len(self.unexpected) < 20:
@@ -133,6 +133,36 @@ def lmcache_calls(r):
     a.close()
 
 
+def sglang_calls(r, n):
+    """the SGLang pools over the stand-ins of test_sglang.py; SGLang's own
+    checks raise AssertionError, and so do the adapters"""
+    try:
+        import torch
+        import test_sglang as sg
+    except ImportError:
+        return
+    odd_idx = [torch.tensor([]), torch.tensor([1, 1]), torch.tensor([-1]), torch.tensor([0.5]),
+               torch.tensor([[1]]), torch.tensor([2 ** 40]), torch.tensor([True]),
+               torch.tensor([3], dtype=torch.int32)]
+    for make in (lambda: sg.host(16, 1), lambda: sg.host(16, 4),
+                 lambda: sg.Dev(16, torch.bfloat16, "cpu", None, True),
+                 lambda: sg.PagedDev(64, 4, torch.bfloat16, "cpu", None, False)):
+        a, live = make(), []
+        for _ in range(n):
+            m = r.rng.choice(("alloc", "free", "available_size", "clear", "backup_state",
+                              "restore_state", "free_group_begin", "free_group_end"))
+            fn = getattr(a, m, None)
+            if fn is None:
+                continue
+            args = [r.rng.choice(VALUES + odd_idx + live[-2:])] \
+                if m in ("alloc", "free", "restore_state") else []
+            out = r.call(f"{type(a).__name__}.{m}", fn, *args,
+                         expected=EXPECTED + (AssertionError, RuntimeError))
+            if m in ("alloc", "backup_state") and out is not None:
+                live.append(out)
+        r.call(f"{type(a).__name__}.check", a.hugekv_pool.check)
+
+
 def main():
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     r = Run(seed)
@@ -140,6 +170,7 @@ def main():
     token_calls(r, 3000)
     xfer_calls(r)
     lmcache_calls(r)
+    sglang_calls(r, 1500)
     print(json.dumps({"calls": r.calls, "unexpected": r.unexpected}))
 
 
