@@ -536,6 +536,16 @@ static int lanes_validate(void *st, int json)
 			  HKV_BENCH_MIN(o->pages / 32, LANES_MAX_SIZE));
 }
 
+/* the median of per-round figures v, left in round order: median_d() sorts,
+ * and the ratios below pair each round's figures */
+static double median_rounds(const double *v, unsigned n)
+{
+	double tmp[LANES_MAX_REPEAT];
+
+	memcpy(tmp, v, n * sizeof(*v));
+	return median_d(tmp, n);
+}
+
 /* configuration c over harness64, per round: median, lowest, highest */
 static void harness_share(struct lanes_opts *o, int c)
 {
@@ -604,9 +614,9 @@ static int lanes_measure(void *st)
 	for (int c = 0; c < NCFG; c++) {
 		double ratio[LANES_MAX_REPEAT];
 
-		o->med[c] = median_d(o->mops[c], o->repeat);
-		o->served_med[c] = median_d(o->served[c], o->repeat);
-		o->deferred_med[c] = median_d(o->deferred[c], o->repeat);
+		o->med[c] = median_rounds(o->mops[c], o->repeat);
+		o->served_med[c] = median_rounds(o->served[c], o->repeat);
+		o->deferred_med[c] = median_rounds(o->deferred[c], o->repeat);
 		for (unsigned r = 0; r < o->repeat; r++)
 			ratio[r] = o->mops[0][r] > 0 ? o->mops[c][r] / o->mops[0][r] : 0;
 		o->ratio_med[c] = median_d(ratio, o->repeat);	/* sorted: the range at the ends */
