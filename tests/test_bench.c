@@ -123,6 +123,24 @@ static void test_samples(void **state)
 	assert_true(l.p50 == 2 && l.p99 == 30);
 }
 
+/* each round's ratio is taken within the round, and the figures stay in
+ * round order (the medians of the figures must not reorder them first) */
+static void test_ratio_spread(void **state)
+{
+	double num[5] = { 1, 3, 2, 8, 5 }, den[5] = { 2, 1, 4, 0, 5 };
+	double v[3] = { 7, 5, 6 };
+	struct spread s;
+
+	(void)state;
+	s = ratio_spread(num, den, 5);	/* 0.5, 3, 0.5, 0 (no figure), 1 */
+	assert_true(s.med == 0.5 && s.lo == 0 && s.hi == 3);
+	assert_true(num[0] == 1 && num[1] == 3 && den[2] == 4 && den[3] == 0);
+	s = spread_d(v, 3);
+	assert_true(s.med == 6 && s.lo == 5 && s.hi == 7);
+	s = spread_d(v, 0);
+	assert_true(s.med == 0 && s.lo == 0 && s.hi == 0);
+}
+
 static void test_bits_frag(void **state)
 {
 	uint64_t b[3] = { 0 };
@@ -409,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_samples),
+		cmocka_unit_test(test_ratio_spread),
 		cmocka_unit_test(test_bits_frag),
 		cmocka_unit_test(test_baselines_agree),
 		cmocka_unit_test(test_tlsf_regions),

@@ -32,7 +32,7 @@ over hugekv memory pools (hugepages, NUMA-bound, prefaulted).
 from __future__ import annotations
 
 import errno
-import operator
+import math
 import os
 import struct
 import threading
@@ -46,7 +46,7 @@ import numpy as np
 
 from . import tokens as _tok
 from ._lib import Error, OutOfPages
-from .pool import Pool
+from .pool import Pool, _index
 
 _DOUBLE_FREE = "Double-free detected: slots not currently allocated: {}."
 _HOST_ALIGN = "The requested size should be a multiple of the page size."
@@ -82,13 +82,9 @@ def _from_numpy(a):
 
 def _need_size(v):
     """alloc()'s need_size as an int (ints, numpy and one-element torch
-    integers), else TypeError: a float or an array names no token count."""
-    if isinstance(v, bool):
-        raise TypeError("alloc: need_size must be an integer, not bool")
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise TypeError(f"alloc: need_size must be an integer, not {type(v).__name__}") from None
+    integers), else TypeError: a float or an array names no token count.
+    Any sign: alloc() answers a negative one itself."""
+    return _index(v, "alloc: need_size", -math.inf, math.inf)
 
 
 def _index_tokens(indices, size, what="free"):

@@ -199,9 +199,9 @@ struct churn {
 	bool have_st;
 	bool family;			/* run family.c's side-by-side */
 	struct fam_fig fam[3];		/* hugekv, tlsf, tlsf lowest region first */
-	/* hugekv's whole run over the family's, per round: median, range */
-	double fam_ratio, fam_ratio_min, fam_ratio_max;
-	double fam_ratio_reg, fam_ratio_reg_min, fam_ratio_reg_max;	/* over the third */
+	/* hugekv's whole run over the family's, per round */
+	struct spread fam_ratio;
+	struct spread fam_ratio_reg;	/* over the third */
 	bool have_fam;
 };
 

@@ -89,10 +89,21 @@ double samples_quantile_ns(const struct samples *s, double q);
 void lat_median(const struct lat *runs, unsigned n, struct lat *out);
 /* median of n values; sorts them in place (v[0] lowest, v[n - 1] highest) */
 double median_d(double *v, unsigned n);
+/* the median, lowest and highest of per-round figures */
+struct spread {
+	double med, lo, hi;
+};
+/* the spread of n values; sorts them in place */
+struct spread spread_d(double *v, unsigned n);
+/* the spread of the per-round ratios num[r] / den[r] (0 where den[r] is 0):
+ * each round over itself; num and den are left as they are (at most 64) */
+struct spread ratio_spread(const double *num, const double *den, unsigned n);
 
 /* ---- JSON: the tools' writer (tools/lib/json_writer.h) ----------------- */
 /* a latency summary as {"n": .., "mean": .., "p50": .., ...} */
 void json_lat(struct json *j, const char *key, const struct lat *l);
+/* a spread as KEY (the median) and KEY_range ([lowest, highest]) */
+void json_spread(struct json *j, const char *key, const struct spread *s);
 
 /* ---- report fields: one table for a record's JSON and its text row ------ */
 enum col_type { COL_U64, COL_UINT, COL_INT, COL_DBL, COL_STR, COL_LAT };

@@ -293,19 +293,17 @@ out:
 	return err;
 }
 
-/* hugekv's whole-run ns/op over allocator a's, per round, sorted: the
- * median and the range */
-static void fam_ratios(const struct churn *c, struct fam_fig runs[][CHURN_MAX_REPEAT], int a,
-		       double *med, double *lo, double *hi)
+/* hugekv's whole-run ns/op over allocator a's, per round */
+static struct spread fam_ratios(const struct churn *c,
+				const struct fam_fig runs[][CHURN_MAX_REPEAT], int a)
 {
-	double v[CHURN_MAX_REPEAT];
+	double h[CHURN_MAX_REPEAT], x[CHURN_MAX_REPEAT];
 
-	for (unsigned r = 0; r < c->repeat; r++)
-		v[r] = runs[a][r].ns_per_op > 0 ? runs[FAM_HKV][r].ns_per_op / runs[a][r].ns_per_op
-						: 0;
-	*med = median_d(v, c->repeat);	/* sorted: the range at the ends */
-	*lo = v[0];
-	*hi = v[c->repeat - 1];
+	for (unsigned r = 0; r < c->repeat; r++) {
+		h[r] = runs[FAM_HKV][r].ns_per_op;
+		x[r] = runs[a][r].ns_per_op;
+	}
+	return ratio_spread(h, x, c->repeat);
 }
 
 /**
@@ -356,9 +354,8 @@ int family_run(struct churn *c)
 		f->epa = runs[a][0].epa;
 		f->meta_bpp = runs[a][0].meta_bpp;
 	}
-	fam_ratios(c, runs, FAM_TLSF, &c->fam_ratio, &c->fam_ratio_min, &c->fam_ratio_max);
-	fam_ratios(c, runs, FAM_REGIONS, &c->fam_ratio_reg, &c->fam_ratio_reg_min,
-		   &c->fam_ratio_reg_max);
+	c->fam_ratio = fam_ratios(c, runs, FAM_TLSF);
+	c->fam_ratio_reg = fam_ratios(c, runs, FAM_REGIONS);
 	c->have_fam = true;
 	return 0;
 }
@@ -384,11 +381,11 @@ void family_text(const struct churn *c, FILE *f)
 	}
 	if (c->fam[FAM_TLSF].ns_per_op > 0)
 		fprintf(f, "hugekv / family whole-run ns/op: %.2fx (median of the rounds' ratios; "
-			"%.2f-%.2f)\n", c->fam_ratio, c->fam_ratio_min, c->fam_ratio_max);
+			"%.2f-%.2f)\n", c->fam_ratio.med, c->fam_ratio.lo, c->fam_ratio.hi);
 	if (c->fam[FAM_REGIONS].ns_per_op > 0)
 		fprintf(f, "hugekv / family taking each bin's lowest region first: %.2fx "
-			"(%.2f-%.2f)\n", c->fam_ratio_reg, c->fam_ratio_reg_min,
-			c->fam_ratio_reg_max);
+			"(%.2f-%.2f)\n", c->fam_ratio_reg.med, c->fam_ratio_reg.lo,
+			c->fam_ratio_reg.hi);
 }
 
 void family_json(const struct churn *c, struct json *j)
@@ -407,15 +404,7 @@ void family_json(const struct churn *c, struct json *j)
 		json_dbl(j, "metadata_bytes_per_page", c->fam[a].meta_bpp);
 		json_obj_end(j);
 	}
-	json_dbl(j, "ns_per_op_ratio", c->fam_ratio);	/* median of the rounds' */
-	json_arr(j, "ns_per_op_ratio_range");
-	json_dbl(j, NULL, c->fam_ratio_min);
-	json_dbl(j, NULL, c->fam_ratio_max);
-	json_arr_end(j);
-	json_dbl(j, "ns_per_op_ratio_regions", c->fam_ratio_reg);
-	json_arr(j, "ns_per_op_ratio_regions_range");
-	json_dbl(j, NULL, c->fam_ratio_reg_min);
-	json_dbl(j, NULL, c->fam_ratio_reg_max);
-	json_arr_end(j);
+	json_spread(j, "ns_per_op_ratio", &c->fam_ratio);	/* median of the rounds' */
+	json_spread(j, "ns_per_op_ratio_regions", &c->fam_ratio_reg);
 	json_obj_end(j);
 }

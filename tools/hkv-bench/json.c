@@ -22,6 +22,18 @@ void json_lat(struct json *j, const char *key, const struct lat *l)
 	json_obj_end(j);
 }
 
+void json_spread(struct json *j, const char *key, const struct spread *s)
+{
+	char range[64];
+
+	snprintf(range, sizeof(range), "%s_range", key);
+	json_dbl(j, key, s->med);
+	json_arr(j, range);
+	json_dbl(j, NULL, s->lo);
+	json_dbl(j, NULL, s->hi);
+	json_arr_end(j);
+}
+
 static double col_num(const void *obj, const struct col *c)
 {
 	const char *p = (const char *)obj + c->off;

@@ -106,13 +106,10 @@ struct lanes_opts {
 	double mops[NCFG][LANES_MAX_REPEAT], med[NCFG];
 	double served[NCFG][LANES_MAX_REPEAT], served_med[NCFG];	/* share of calls */
 	double deferred[NCFG][LANES_MAX_REPEAT], deferred_med[NCFG];	/* share of frees */
-	/* per-round ratio to one thread: median, lowest, highest */
-	double ratio_med[NCFG], ratio_min[NCFG], ratio_max[NCFG];
-	/* handoff64 and handoff64_call (CFG_SHARES) over harness64, per round:
-	 * median, lowest, highest */
-	double share_med[NCFG], share_min[NCFG], share_max[NCFG];
-	/* the serial ceiling over harness64, per round: median, lowest, highest */
-	double ceil_med, ceil_min, ceil_max;
+	struct spread ratio[NCFG];	/* per round, over one thread */
+	/* handoff64 and handoff64_call (CFG_SHARES) over harness64, per round */
+	struct spread share[NCFG];
+	struct spread ceiling;		/* the serial ceiling over harness64, per round */
 	bool run[NCFG];		/* --only: the configurations run (one thread always) */
 };
 
@@ -546,26 +543,13 @@ static double median_rounds(const double *v, unsigned n)
 	return median_d(tmp, n);
 }
 
-/* configuration c over harness64, per round: median, lowest, highest */
-static void harness_share(struct lanes_opts *o, int c)
-{
-	double share[LANES_MAX_REPEAT];
-
-	for (unsigned r = 0; r < o->repeat; r++)
-		share[r] = o->mops[CFG_HARNESS64][r] > 0 ?
-			   o->mops[c][r] / o->mops[CFG_HARNESS64][r] : 0;
-	o->share_med[c] = median_d(share, o->repeat);	/* sorted: the range at the ends */
-	o->share_min[c] = share[0];
-	o->share_max[c] = share[o->repeat - 1];
-}
-
 /*
  * The serial ceiling's share of harness64, per round: the pool's calls cost
  * a = 1/one_thread - 1/harness_one per op (one thread, no hand-over), and a
  * handoff whose lock runs them one after the other takes at least
  * 1/harness64 + a per op, so its share is at most 1 / (1 + a * harness64).
  */
-static void serial_ceiling(struct lanes_opts *o)
+static struct spread serial_ceiling(const struct lanes_opts *o)
 {
 	double share[LANES_MAX_REPEAT];
 
@@ -577,9 +561,7 @@ static void serial_ceiling(struct lanes_opts *o)
 
 		share[r] = h64 > 0 ? 1 / (1 + a * h64) : 0;
 	}
-	o->ceil_med = median_d(share, o->repeat);
-	o->ceil_min = share[0];
-	o->ceil_max = share[o->repeat - 1];
+	return spread_d(share, o->repeat);
 }
 
 /* did the configurations the serial ceiling needs run? */
@@ -612,23 +594,25 @@ static int lanes_measure(void *st)
 		return err;
 	}
 	for (int c = 0; c < NCFG; c++) {
-		double ratio[LANES_MAX_REPEAT];
-
 		o->med[c] = median_rounds(o->mops[c], o->repeat);
 		o->served_med[c] = median_rounds(o->served[c], o->repeat);
 		o->deferred_med[c] = median_rounds(o->deferred[c], o->repeat);
-		for (unsigned r = 0; r < o->repeat; r++)
-			ratio[r] = o->mops[0][r] > 0 ? o->mops[c][r] / o->mops[0][r] : 0;
-		o->ratio_med[c] = median_d(ratio, o->repeat);	/* sorted: the range at the ends */
-		o->ratio_min[c] = ratio[0];
-		o->ratio_max[c] = ratio[o->repeat - 1];
-	}
-	for (int c = 0; c < NCFG; c++)
+		o->ratio[c] = ratio_spread(o->mops[c], o->mops[0], o->repeat);
 		if (has_share(o, c))
-			harness_share(o, c);
+			o->share[c] = ratio_spread(o->mops[c], o->mops[CFG_HARNESS64], o->repeat);
+	}
 	if (has_ceiling(o))
-		serial_ceiling(o);
+		o->ceiling = serial_ceiling(o);
 	return 0;
+}
+
+/* STEM_harness_share and STEM_harness_share_range */
+static void json_share(struct json *j, const char *stem, const struct spread *s)
+{
+	char key[48];
+
+	snprintf(key, sizeof(key), "%s_harness_share", stem);
+	json_spread(j, key, s);
 }
 
 static void lanes_report(void *st, struct json *j)
@@ -644,16 +628,16 @@ static void lanes_report(void *st, struct json *j)
 		for (int c = 0; c < NCFG; c++)
 			if (o->run[c])
 				printf("  %-22s %8.2f  %.2fx [%.2f-%.2f]    %5.1f%%   %5.1f%%\n",
-				       lcfgs[c].name, o->med[c], o->ratio_med[c],
-				       o->ratio_min[c], o->ratio_max[c], 100 * o->served_med[c],
+				       lcfgs[c].name, o->med[c], o->ratio[c].med,
+				       o->ratio[c].lo, o->ratio[c].hi, 100 * o->served_med[c],
 				       100 * o->deferred_med[c]);
 		for (int c = 0; c < NCFG; c++)
 			if (has_share(o, c))
 				printf("  %s / harness alone: %.2f [%.2f-%.2f]\n", lcfgs[c].name,
-				       o->share_med[c], o->share_min[c], o->share_max[c]);
+				       o->share[c].med, o->share[c].lo, o->share[c].hi);
 		if (has_ceiling(o))
 			printf("  serial ceiling / harness alone: %.2f [%.2f-%.2f]\n",
-			       o->ceil_med, o->ceil_min, o->ceil_max);
+			       o->ceiling.med, o->ceiling.lo, o->ceiling.hi);
 		printf("  (ratios: the median over rounds of each round's figure over the same\n"
 		       "   round's 1-thread figure; served: calls the lane's holder ran for a\n"
 		       "   waiting thread; deferred: frees answered at once, run by the holder)\n");
@@ -678,41 +662,26 @@ static void lanes_report(void *st, struct json *j)
 		json_dbl(j, "harness64_mops", o->med[CFG_HARNESS64]);
 	if (o->run[CFG_HARNESS1])
 		json_dbl(j, "harness_one_mops", o->med[CFG_HARNESS1]);
-	if (has_ceiling(o)) {
-		json_dbl(j, "serial_ceiling_harness_share", o->ceil_med);
-		json_arr(j, "serial_ceiling_harness_share_range");
-		json_dbl(j, NULL, o->ceil_min);
-		json_dbl(j, NULL, o->ceil_max);
-		json_arr_end(j);
-	}
-	for (int c = 0; c < NCFG; c++) {
-		char key[48];
-
-		if (!has_share(o, c))
-			continue;
-		snprintf(key, sizeof(key), "%s_harness_share", lcfgs[c].key);
-		json_dbl(j, key, o->share_med[c]);
-		snprintf(key, sizeof(key), "%s_harness_share_range", lcfgs[c].key);
-		json_arr(j, key);
-		json_dbl(j, NULL, o->share_min[c]);
-		json_dbl(j, NULL, o->share_max[c]);
-		json_arr_end(j);
-	}
+	if (has_ceiling(o))
+		json_share(j, "serial_ceiling", &o->ceiling);
+	for (int c = 0; c < NCFG; c++)
+		if (has_share(o, c))
+			json_share(j, lcfgs[c].key, &o->share[c]);
 	for (int c = 1; c < NCFG; c++) {
 		char key[32];
 
 		if (!o->run[c])
 			continue;
 		snprintf(key, sizeof(key), "%s_speedup", lcfgs[c].key);
-		json_dbl(j, key, o->ratio_med[c]);
+		json_dbl(j, key, o->ratio[c].med);
 	}
 	json_obj(j, "speedup_range");	/* lowest and highest per-round ratio */
 	for (int c = 1; c < NCFG; c++) {
 		if (!o->run[c])
 			continue;
 		json_arr(j, lcfgs[c].key);
-		json_dbl(j, NULL, o->ratio_min[c]);
-		json_dbl(j, NULL, o->ratio_max[c]);
+		json_dbl(j, NULL, o->ratio[c].lo);
+		json_dbl(j, NULL, o->ratio[c].hi);
 		json_arr_end(j);
 	}
 	json_obj_end(j);

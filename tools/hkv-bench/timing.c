@@ -176,6 +176,23 @@ double median_d(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+struct spread spread_d(double *v, unsigned n)
+{
+	double med = median_d(v, n);	/* sorted: the range at the ends */
+
+	return n ? (struct spread){ med, v[0], v[n - 1] } : (struct spread){ 0 };
+}
+
+struct spread ratio_spread(const double *num, const double *den, unsigned n)
+{
+	double v[64];
+
+	n = n > 64 ? 64 : n;
+	for (unsigned r = 0; r < n; r++)
+		v[r] = den[r] > 0 ? num[r] / den[r] : 0;
+	return spread_d(v, n);
+}
+
 void lat_median(const struct lat *runs, unsigned n, struct lat *out)
 {
 	double tmp[64];
